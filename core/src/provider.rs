@@ -1,0 +1,349 @@
+//! The provider abstraction: what any kind of provider offers the gateway.
+//!
+//! These types are transport-neutral on purpose: an MCP server, an in-process
+//! table of functions or an HTTP service all map onto them.
+
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::Error;
+
+/// One tool as its provider describes it. Everything in it is untrusted text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ToolSpec {
+    /// The tool's name, unique within its provider.
+    pub name: String,
+    /// A human-readable title, if the provider gives one.
+    pub title: Option<String>,
+    /// What the tool does, if the provider says.
+    pub description: Option<String>,
+    /// The JSON Schema of the tool's arguments (an object schema).
+    pub input_schema: Value,
+}
+
+impl ToolSpec {
+    /// A tool with a name and an argument schema, and no title or description.
+    pub fn new(name: impl Into<String>, input_schema: Value) -> Self {
+        Self {
+            name: name.into(),
+            title: None,
+            description: None,
+            input_schema,
+        }
+    }
+
+    /// Sets the title.
+    pub fn with_title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// Sets the description.
+    pub fn with_description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+}
+
+/// A tool the provider offered but that cannot be used, with the reason.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct RejectedTool {
+    /// The tool's name as offered (possibly truncated; untrusted text).
+    pub name: String,
+    /// Why it was left out.
+    pub reason: String,
+}
+
+impl RejectedTool {
+    /// A rejected tool and why.
+    pub fn new(name: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            reason: reason.into(),
+        }
+    }
+}
+
+/// What a provider offers: the usable tools, and those it left out.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ToolList {
+    /// The usable tools, in the provider's order.
+    pub tools: Vec<ToolSpec>,
+    /// Tools that were offered but cannot be used; the core records them.
+    pub rejected: Vec<RejectedTool>,
+}
+
+impl ToolList {
+    /// A list of usable tools with nothing rejected.
+    pub fn new(tools: Vec<ToolSpec>) -> Self {
+        Self {
+            tools,
+            rejected: Vec::new(),
+        }
+    }
+
+    /// Adds the tools that were left out.
+    pub fn with_rejected(mut self, rejected: Vec<RejectedTool>) -> Self {
+        self.rejected = rejected;
+        self
+    }
+}
+
+/// One call of one tool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct CallRequest {
+    /// The tool's name within its provider.
+    pub tool: String,
+    /// The arguments, already checked against the tool's schema.
+    pub arguments: Map<String, Value>,
+}
+
+impl CallRequest {
+    /// A call of `tool` with `arguments`.
+    pub fn new(tool: impl Into<String>, arguments: Map<String, Value>) -> Self {
+        Self {
+            tool: tool.into(),
+            arguments,
+        }
+    }
+}
+
+/// The body of an embedded resource.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ResourceBody {
+    /// Text.
+    Text(String),
+    /// Binary data, base64-encoded as the provider sent it.
+    Blob(String),
+}
+
+/// One block of a call's result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Content {
+    /// Plain text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// An image, base64-encoded.
+    Image {
+        /// Its media type, e.g. `image/png`.
+        mime_type: String,
+        /// The base64 data as the provider sent it.
+        data: String,
+    },
+    /// Audio, base64-encoded.
+    Audio {
+        /// Its media type, e.g. `audio/wav`.
+        mime_type: String,
+        /// The base64 data as the provider sent it.
+        data: String,
+    },
+    /// A link to a resource the provider can serve (never followed).
+    ResourceLink {
+        /// The resource's URI.
+        uri: String,
+        /// Its name.
+        name: String,
+        /// Its title, if given.
+        title: Option<String>,
+        /// Its description, if given.
+        description: Option<String>,
+        /// Its media type, if given.
+        mime_type: Option<String>,
+        /// Its size in bytes, if given.
+        size: Option<u64>,
+    },
+    /// A resource embedded in the result.
+    Resource {
+        /// The resource's URI.
+        uri: String,
+        /// Its media type, if given.
+        mime_type: Option<String>,
+        /// Its contents.
+        body: ResourceBody,
+    },
+}
+
+impl Content {
+    /// A text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        Content::Text { text: text.into() }
+    }
+}
+
+/// What a call returned.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct CallResult {
+    /// The content blocks, in order.
+    pub content: Vec<Content>,
+    /// Structured content, if the provider sent any.
+    pub structured: Option<Value>,
+    /// The tool itself reports failure (the call reached it and it failed).
+    pub is_error: bool,
+}
+
+impl CallResult {
+    /// A successful result made of these blocks.
+    pub fn new(content: Vec<Content>) -> Self {
+        Self {
+            content,
+            structured: None,
+            is_error: false,
+        }
+    }
+
+    /// A successful result of one text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::new(vec![Content::text(text)])
+    }
+
+    /// Sets the structured content.
+    pub fn with_structured(mut self, structured: Value) -> Self {
+        self.structured = Some(structured);
+        self
+    }
+
+    /// Marks the result as the tool's own failure.
+    pub fn with_error(mut self, is_error: bool) -> Self {
+        self.is_error = is_error;
+        self
+    }
+}
+
+/// Facts about a running provider, for the deployment's operator only.
+///
+/// A turn is never shown any of it: server names, versions and process ids
+/// are the deployment's own.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ProviderInfo {
+    /// The provider kind's name.
+    pub kind: String,
+    /// Kind-specific facts as `(name, value)` pairs, e.g. server name and pid.
+    pub details: Vec<(String, String)>,
+}
+
+impl ProviderInfo {
+    /// Info for a provider of `kind` with no details.
+    pub fn new(kind: impl Into<String>) -> Self {
+        Self {
+            kind: kind.into(),
+            details: Vec::new(),
+        }
+    }
+
+    /// Adds one fact.
+    pub fn with_detail(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.details.push((name.into(), value.into()));
+        self
+    }
+}
+
+/// A started provider: a source of tools.
+///
+/// The core only ever holds `Arc<dyn Provider>`. Implementations must be
+/// cancel-safe in the sense that dropping a pending future of one call leaves
+/// the provider usable for the others.
+#[async_trait]
+pub trait Provider: Debug + Send + Sync + 'static {
+    /// The provider's registered id.
+    fn id(&self) -> &str;
+
+    /// Facts for the operator (kind, version, process), never shown to a turn.
+    fn describe(&self) -> ProviderInfo;
+
+    /// Lists every tool, following all pages.
+    ///
+    /// # Errors
+    /// Any [`Error`] whose [`Error::unavailable_reason`] is set makes the
+    /// provider unavailable to the session.
+    ///
+    /// # Cancel safety
+    /// Dropping the future abandons the listing; the provider stays usable.
+    async fn list_tools(&self) -> Result<ToolList, Error>;
+
+    /// Calls one tool.
+    ///
+    /// # Errors
+    /// [`Error::CallRejected`] when the provider answered this call with an
+    /// error; any other error means the provider itself failed.
+    ///
+    /// # Cancel safety
+    /// Dropping the future abandons this call only.
+    async fn call_tool(&self, request: CallRequest) -> Result<CallResult, Error>;
+
+    /// Stops the provider and releases everything it holds. Later calls fail
+    /// with [`Error::ShutDown`]. Calling it twice is harmless.
+    ///
+    /// # Errors
+    /// Only when the provider could not be stopped cleanly; it is still
+    /// released as far as possible.
+    ///
+    /// # Cancel safety
+    /// Not cancel-safe: a dropped shutdown may leave the provider half-stopped
+    /// (dropping the provider then finishes the job).
+    async fn shutdown(&self) -> Result<(), Error>;
+}
+
+macro_rules! forward_provider {
+    ($ty:ty) => {
+        #[deny(clippy::missing_trait_methods)]
+        #[async_trait]
+        impl<T: Provider + ?Sized> Provider for $ty {
+            fn id(&self) -> &str {
+                (**self).id()
+            }
+            fn describe(&self) -> ProviderInfo {
+                (**self).describe()
+            }
+            async fn list_tools(&self) -> Result<ToolList, Error> {
+                (**self).list_tools().await
+            }
+            async fn call_tool(&self, request: CallRequest) -> Result<CallResult, Error> {
+                (**self).call_tool(request).await
+            }
+            async fn shutdown(&self) -> Result<(), Error> {
+                (**self).shutdown().await
+            }
+        }
+    };
+}
+
+forward_provider!(Arc<T>);
+forward_provider!(Box<T>);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send_sync<T: Send + Sync + ?Sized>() {}
+
+    #[test]
+    fn dyn_provider_is_object_safe_send_and_sync() {
+        assert_send_sync::<dyn Provider>();
+        assert_send_sync::<Arc<dyn Provider>>();
+        fn _takes_boxed(p: Box<dyn Provider>) -> Arc<dyn Provider> {
+            Arc::new(p)
+        }
+    }
+
+    #[test]
+    fn content_serialises_with_a_type_tag() {
+        let v = serde_json::to_value(Content::text("hi")).expect("serialises");
+        assert_eq!(v, serde_json::json!({"type": "text", "text": "hi"}));
+    }
+}

@@ -1,0 +1,187 @@
+//! The entry keys of kind `mcp-stdio`: `command` and `env`.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+use spear_capabilities::registry::type_name;
+use spear_capabilities::{EntryProblem, KindSettings};
+
+/// The keys this kind accepts besides the common ones.
+pub const KEYS: &[&str] = &["command", "env"];
+
+/// What starts one server: its argument list and its extra environment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ServerConfig {
+    /// The program and its arguments; never run through a shell.
+    pub command: Vec<String>,
+    /// Variables added to the server's environment besides `PATH` and `HOME`.
+    pub env: BTreeMap<String, String>,
+}
+
+impl ServerConfig {
+    /// Reads the settings of an entry, reporting every problem.
+    ///
+    /// # Errors
+    /// Every problem found, each naming its key.
+    pub fn from_settings(settings: &KindSettings) -> Result<Self, Vec<EntryProblem>> {
+        let mut problems = Vec::new();
+        let command = match settings.get("command") {
+            None => {
+                problems.push(EntryProblem::new(
+                    "command",
+                    "missing; give the server to start as a list, e.g. [\"/usr/bin/server\", \"--stdio\"]",
+                ));
+                Vec::new()
+            }
+            Some(Value::Array(items)) if items.is_empty() => {
+                problems.push(EntryProblem::new(
+                    "command",
+                    "is empty; give the server to start as a list, e.g. [\"/usr/bin/server\", \"--stdio\"]",
+                ));
+                Vec::new()
+            }
+            Some(Value::Array(items)) => {
+                let words: Vec<String> = items
+                    .iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect();
+                if let Some(bad) = items.iter().find(|v| !v.is_string()) {
+                    problems.push(EntryProblem::new(
+                        "command",
+                        format!("every word must be a string, found {}", type_name(bad)),
+                    ));
+                } else if words[0].is_empty() {
+                    problems.push(EntryProblem::new("command", "the program name is empty"));
+                } else if words.iter().any(|w| w.contains('\0')) {
+                    problems.push(EntryProblem::new(
+                        "command",
+                        "a word contains a NUL character",
+                    ));
+                }
+                words
+            }
+            Some(other) => {
+                problems.push(EntryProblem::new(
+                    "command",
+                    format!(
+                        "must be a list of strings (the program and its arguments; no shell), found {}",
+                        type_name(other)
+                    ),
+                ));
+                Vec::new()
+            }
+        };
+        let mut env = BTreeMap::new();
+        match settings.get("env") {
+            None => {}
+            Some(Value::Object(vars)) => {
+                for (name, value) in vars {
+                    if name.is_empty() || name.contains('=') || name.contains('\0') {
+                        problems.push(EntryProblem::new(
+                            "env",
+                            format!("{name:?} is not a variable name (empty, or has '=' or NUL)"),
+                        ));
+                    } else if let Some(v) = value.as_str() {
+                        if v.contains('\0') {
+                            problems.push(EntryProblem::new(
+                                "env",
+                                format!("the value of {name:?} contains a NUL character"),
+                            ));
+                        } else {
+                            env.insert(name.clone(), v.to_owned());
+                        }
+                    } else {
+                        problems.push(EntryProblem::new(
+                            "env",
+                            format!(
+                                "the value of {name:?} must be a string, found {}",
+                                type_name(value)
+                            ),
+                        ));
+                    }
+                }
+            }
+            Some(other) => problems.push(EntryProblem::new(
+                "env",
+                format!(
+                    "must be an object of string values, found {}",
+                    type_name(other)
+                ),
+            )),
+        }
+        if problems.is_empty() {
+            Ok(Self { command, env })
+        } else {
+            Err(problems)
+        }
+    }
+}
+
+/// The kind's `validate`: every problem of the entry's `command` and `env`.
+pub(crate) fn validate(settings: &KindSettings) -> Vec<EntryProblem> {
+    ServerConfig::from_settings(settings)
+        .err()
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn problems(v: Value) -> Vec<String> {
+        let Value::Object(map) = v else {
+            panic!("object")
+        };
+        validate(&map).iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn a_good_entry_has_no_problem() {
+        assert!(problems(json!({"command": ["srv", "--x"], "env": {"A": "1"}})).is_empty());
+        let Value::Object(map) = json!({"command": ["srv"], "env": {"A": "1"}}) else {
+            panic!()
+        };
+        let cfg = ServerConfig::from_settings(&map).expect("valid");
+        assert_eq!(cfg.command, ["srv"]);
+        assert_eq!(cfg.env.get("A").map(String::as_str), Some("1"));
+    }
+
+    #[test]
+    fn bad_commands_and_envs_are_named() {
+        let cases = [
+            (json!({}), r#"key "command": missing"#),
+            (json!({"command": []}), r#"key "command": is empty"#),
+            (
+                json!({"command": "srv --x"}),
+                r#"key "command": must be a list of strings"#,
+            ),
+            (
+                json!({"command": ["srv", 3]}),
+                r#"key "command": every word must be a string, found a number"#,
+            ),
+            (
+                json!({"command": [""]}),
+                r#"key "command": the program name is empty"#,
+            ),
+            (
+                json!({"command": ["s"], "env": {"A": 1}}),
+                r#"key "env": the value of "A" must be a string, found a number"#,
+            ),
+            (
+                json!({"command": ["s"], "env": ["A=1"]}),
+                r#"key "env": must be an object of string values, found an array"#,
+            ),
+            (
+                json!({"command": ["s"], "env": {"A=B": "1"}}),
+                r#"key "env": "A=B" is not a variable name"#,
+            ),
+        ];
+        for (input, want) in cases {
+            let got = problems(input.clone());
+            assert_eq!(got.len(), 1, "{input}: {got:?}");
+            assert!(got[0].starts_with(want), "{input}: {got:?}");
+        }
+    }
+}
