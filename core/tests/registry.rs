@@ -1,0 +1,436 @@
+//! The registry as the core sees it: finding the file, reading it, checking
+//! the common keys, handing the rest to the kind, auditing every entry.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use spear_capabilities::registry::{self, DEFAULT_TIMEOUT};
+use spear_capabilities::{
+    ConnectFuture, ConnectRequest, EntryProblem, Error, KindSettings, ProviderKind, Registry,
+    Scope, TaskClass, WritePolicy,
+};
+use spear_testkit::RecordingSink;
+
+fn validate(settings: &KindSettings) -> Vec<EntryProblem> {
+    match settings.get("command") {
+        Some(Value::Array(a)) if !a.is_empty() => Vec::new(),
+        _ => vec![EntryProblem::new("command", "must be a non-empty list")],
+    }
+}
+
+fn connect(r: ConnectRequest) -> ConnectFuture {
+    Box::pin(async move {
+        Err(Error::Start {
+            provider: r.provider,
+            reason: "test".into(),
+            stderr: String::new(),
+        })
+    })
+}
+
+spear_capabilities::inventory::submit! {
+    ProviderKind { name: "proc", keys: &["command", "env"], validate, connect }
+}
+
+const FILE: &str = "/etc/spear/capabilities.json";
+
+fn parse(text: &str) -> (Registry, std::sync::Arc<RecordingSink>) {
+    let (sink, audit) = RecordingSink::new();
+    let r = Registry::parse(text.as_bytes(), Path::new(FILE), &audit).expect("parses");
+    (r, sink)
+}
+
+/// The problems of the only entry, which must be refused.
+fn problems(entry: &str) -> Vec<String> {
+    let (r, _) = parse(&format!(r#"{{"providers": [{entry}]}}"#));
+    assert!(r.entries().is_empty(), "{entry} was accepted");
+    assert_eq!(r.refused().len(), 1);
+    r.refused()[0]
+        .problems
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+}
+
+fn ok_entry(extra: &str) -> String {
+    format!(r#"{{"id": "t", "kind": "proc", "command": ["x"]{extra}}}"#)
+}
+
+#[test]
+fn the_spec_example_registers_with_its_values() {
+    let (r, sink) = parse(
+        r#"{"providers": [
+  {"id": "tracker",
+   "kind": "proc",
+   "command": ["/opt/tracker-mcp/bin/tracker-mcp", "--readonly-token-file", "/etc/t"],
+   "scope": "corpus firmware-a",
+   "tasks": ["implementation", "mixed"],
+   "read": ["search_issues", "get_issue"],
+   "write": "refuse",
+   "timeout": 10}
+]}"#,
+    );
+    assert!(r.refused().is_empty(), "{:?}", r.refused());
+    let e = &r.entries()[0];
+    assert_eq!(e.id, "tracker");
+    assert_eq!(e.kind, "proc");
+    assert_eq!(e.scope, Some(Scope::Corpus(vec!["firmware-a".into()])));
+    assert_eq!(
+        e.tasks.iter().copied().collect::<Vec<_>>(),
+        [TaskClass::Implementation, TaskClass::Mixed]
+    );
+    assert_eq!(
+        e.read.iter().map(String::as_str).collect::<Vec<_>>(),
+        ["get_issue", "search_issues"]
+    );
+    assert_eq!(e.write, WritePolicy::Refuse);
+    assert!(e.enabled);
+    assert_eq!(e.timeout.as_secs(), 10);
+    assert_eq!(e.settings.keys().collect::<Vec<_>>(), ["command"]);
+    let rec = &sink.named("provider_registered")[0];
+    assert_eq!(rec["provider"], "tracker");
+    assert_eq!(rec["scope"], "corpus firmware-a");
+    assert_eq!(rec["file"], FILE);
+}
+
+#[test]
+fn defaults_are_the_specs() {
+    let (r, _) = parse(&format!(r#"{{"providers": [{}]}}"#, ok_entry("")));
+    let e = &r.entries()[0];
+    assert_eq!(e.scope, None, "without a scope it applies nowhere");
+    assert_eq!(
+        e.tasks.iter().copied().collect::<Vec<_>>(),
+        [TaskClass::Implementation, TaskClass::Mixed]
+    );
+    assert!(e.read.is_empty());
+    assert_eq!(e.write, WritePolicy::Refuse);
+    assert!(e.enabled);
+    assert_eq!(e.timeout, DEFAULT_TIMEOUT);
+}
+
+#[test]
+fn fractional_and_integer_timeouts_are_seconds() {
+    let (r, _) = parse(&format!(
+        r#"{{"providers": [{}]}}"#,
+        ok_entry(r#", "timeout": 0.25"#)
+    ));
+    assert_eq!(r.entries()[0].timeout.as_millis(), 250);
+}
+
+#[test]
+fn enabled_false_keeps_the_entry() {
+    let (r, _) = parse(&format!(
+        r#"{{"providers": [{}]}}"#,
+        ok_entry(r#", "enabled": false"#)
+    ));
+    assert!(!r.entries()[0].enabled);
+}
+
+#[test]
+fn each_bad_common_key_is_named_with_what_is_allowed() {
+    let cases: &[(&str, &str)] = &[
+        (
+            r#""id": "Tracker""#,
+            r#"key "id": "Tracker" is not a lower-case name; allowed: a letter a-z, then a-z, 0-9, '_' or '-'"#,
+        ),
+        (
+            r#""id": "9lives""#,
+            r#"key "id": "9lives" is not a lower-case name"#,
+        ),
+        (
+            r#""id": "a/b""#,
+            r#"key "id": "a/b" is not a lower-case name"#,
+        ),
+        (r#""id": """#, r#"key "id": "" is not a lower-case name"#),
+        (
+            r#""id": 7"#,
+            r#"key "id": must be a string, found a number"#,
+        ),
+        (
+            r#""tasks": ["implementation", "chat"]"#,
+            r#"key "tasks": "chat" is not a task class; allowed: "implementation", "mixed", "general""#,
+        ),
+        (
+            r#""tasks": "general""#,
+            r#"key "tasks": must be a list of task classes, found a string"#,
+        ),
+        (
+            r#""tasks": []"#,
+            r#"key "tasks": must list at least one task class"#,
+        ),
+        (
+            r#""tasks": ["mixed", "mixed"]"#,
+            r#"key "tasks": lists "mixed" twice"#,
+        ),
+        (
+            r#""write": "sometimes""#,
+            r#"key "write": "sometimes" is not a write policy; allowed: "refuse", "confirm", "allow""#,
+        ),
+        (
+            r#""write": true"#,
+            r#"key "write": must be one of "refuse", "confirm", "allow", found a boolean"#,
+        ),
+        (
+            r#""timeout": 0"#,
+            r#"key "timeout": 0 is out of range; allowed: more than 0 and at most 86400 seconds"#,
+        ),
+        (r#""timeout": -3"#, r#"key "timeout": -3 is out of range"#),
+        (
+            r#""timeout": 1e300"#,
+            r#"key "timeout": 1e+300 is out of range"#,
+        ),
+        (
+            r#""timeout": "10""#,
+            r#"key "timeout": must be a positive number of seconds, found a string"#,
+        ),
+        (
+            r#""read": "get_issue""#,
+            r#"key "read": must be a list of tool names, found a string"#,
+        ),
+        (
+            r#""read": ["a", 1]"#,
+            r#"key "read": must be a list of tool names (strings), found a number"#,
+        ),
+        (r#""read": [""]"#, r#"key "read": has an empty tool name"#),
+        (
+            r#""enabled": "no""#,
+            r#"key "enabled": must be true or false, found a string"#,
+        ),
+        (
+            r#""scope": "everywhere""#,
+            r#"key "scope": "everywhere": unknown scope keyword `everywhere`; allowed: `global`, `corpus <project>[, ...]`, `family <name>[, ...]` or `path <dir>`"#,
+        ),
+        (
+            r#""scope": ["global"]"#,
+            r#"key "scope": must be a string, found an array"#,
+        ),
+        (
+            r#""kind": "http""#,
+            r#"key "kind": unknown provider kind `http`; available kinds: proc"#,
+        ),
+        (
+            r#""kind": 1"#,
+            r#"key "kind": must be a string, found a number"#,
+        ),
+        (
+            r#""colour": "red""#,
+            r#"key "colour": unknown key; allowed for kind "proc": id, kind, scope, tasks, read, write, enabled, timeout, command, env"#,
+        ),
+    ];
+    for (extra, want) in cases {
+        let mut entry: serde_json::Map<String, Value> =
+            serde_json::from_str(&ok_entry("")).expect("json");
+        let patch: serde_json::Map<String, Value> =
+            serde_json::from_str(&format!("{{{extra}}}")).expect("json");
+        entry.extend(patch);
+        let got = problems(&Value::Object(entry).to_string());
+        assert_eq!(got.len(), 1, "{extra}: {got:?}");
+        assert!(
+            got[0].starts_with(want),
+            "{extra}:\n got {}\nwant {want}",
+            got[0]
+        );
+    }
+}
+
+#[test]
+fn the_kind_validates_its_own_keys() {
+    let got = problems(r#"{"id": "t", "kind": "proc", "command": []}"#);
+    assert_eq!(got, [r#"key "command": must be a non-empty list"#]);
+}
+
+#[test]
+fn every_problem_of_an_entry_is_reported_at_once() {
+    let got = problems(r#"{"id": "X", "kind": "proc", "write": "no", "tasks": ["x"]}"#);
+    assert_eq!(got.len(), 4, "{got:?}");
+}
+
+#[test]
+fn an_entry_that_is_not_an_object_or_has_no_id_is_named_by_index() {
+    let (r, sink) = parse(&format!(
+        r#"{{"providers": [{}, "tracker", {{"kind": "proc", "command": ["x"]}}]}}"#,
+        ok_entry("")
+    ));
+    assert_eq!(r.entries().len(), 1);
+    assert_eq!(
+        r.refused()[0].to_string(),
+        "providers[1] refused: an entry must be a JSON object;"
+    );
+    assert_eq!(
+        r.refused()[1].to_string(),
+        r#"providers[2] refused: key "id": missing; every entry needs an id;"#
+    );
+    assert_eq!(
+        sink.names(),
+        [
+            "provider_registered",
+            "provider_refused",
+            "provider_refused"
+        ]
+    );
+    assert_eq!(sink.named("provider_refused")[0]["entry"], "providers[1]");
+}
+
+#[test]
+fn a_duplicate_id_is_refused_and_the_first_registers() {
+    let (r, _) = parse(&format!(r#"{{"providers": [{0}, {0}]}}"#, ok_entry("")));
+    assert_eq!(r.entries().len(), 1);
+    assert_eq!(
+        r.refused()[0].to_string(),
+        r#"providers[1] ("t") refused: key "id": "t" is already used by providers[0]; ids must be unique;"#
+    );
+}
+
+#[test]
+fn an_entry_without_kind_is_of_the_default_kind() {
+    // Only the `proc` test kind is linked here, so the default kind is missing
+    // and the refusal names it.
+    let got = problems(r#"{"id": "t", "command": ["x"]}"#);
+    assert_eq!(
+        got,
+        ["key \"kind\": unknown provider kind `mcp-stdio`; available kinds: proc"]
+    );
+}
+
+#[test]
+fn valid_entries_register_beside_invalid_ones() {
+    let (r, sink) = parse(&format!(
+        r#"{{"providers": [{}, {{"id": "u", "kind": "proc", "command": ["y"], "write": "x"}}, {}]}}"#,
+        ok_entry(""),
+        ok_entry("").replace(r#""t""#, r#""v""#)
+    ));
+    let ids: Vec<_> = r.entries().iter().map(|e| e.id.as_str()).collect();
+    assert_eq!(ids, ["t", "v"]);
+    assert_eq!(r.refused()[0].id.as_deref(), Some("u"));
+    assert_eq!(sink.named("provider_registered").len(), 2);
+    assert_eq!(sink.named("provider_refused").len(), 1);
+}
+
+#[test]
+fn a_relative_path_scope_is_relative_to_the_file() {
+    let (r, _) = parse(&format!(
+        r#"{{"providers": [{}]}}"#,
+        ok_entry(r#", "scope": "path ../trees/fw""#)
+    ));
+    assert_eq!(
+        r.entries()[0].scope,
+        Some(Scope::Path(PathBuf::from("/etc/trees/fw")))
+    );
+}
+
+#[test]
+fn syntax_errors_name_the_file_line_and_column() {
+    let (_, audit) = RecordingSink::new();
+    let err = Registry::parse(
+        b"{\"providers\": [\n  {\"id\": \"t\",}\n]}",
+        Path::new(FILE),
+        &audit,
+    )
+    .expect_err("not JSON");
+    assert!(
+        matches!(
+            err,
+            Error::RegistrySyntax {
+                line: 2,
+                column: 14,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert_eq!(
+        err.to_string(),
+        "capabilities file /etc/spear/capabilities.json:2:14: trailing comma"
+    );
+}
+
+#[test]
+fn the_file_must_be_an_object_of_providers() {
+    for (text, want) in [
+        ("[]", r#"expected an object {"providers": [...]}"#),
+        ("{}", r#"expected "providers" to be an array of entries"#),
+        (
+            r#"{"providers": {}}"#,
+            r#"expected "providers" to be an array of entries"#,
+        ),
+        (
+            r#"{"providers": [], "extra": 1}"#,
+            r#"unknown top-level key "extra"; allowed: "providers""#,
+        ),
+    ] {
+        let err = Registry::parse(text.as_bytes(), Path::new(FILE), &RecordingSink::new().1)
+            .expect_err(text);
+        assert_eq!(err.to_string(), format!("capabilities file {FILE}: {want}"));
+    }
+}
+
+#[test]
+fn a_missing_file_is_no_providers_and_says_so() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("capabilities.json");
+    let r = Registry::load(&path, &RecordingSink::new().1).expect("missing is fine");
+    assert!(r.entries().is_empty() && r.refused().is_empty());
+    assert_eq!(
+        r.notice(),
+        Some(format!(
+            "no capabilities file at {}: no providers are registered",
+            path.display()
+        ))
+    );
+}
+
+#[test]
+fn an_unreadable_file_is_one_error_naming_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // A directory cannot be read as a file, even by root.
+    let err = Registry::load(dir.path(), &RecordingSink::new().1).expect_err("unreadable");
+    let msg = err.to_string();
+    assert!(matches!(err, Error::RegistryRead { .. }), "{err:?}");
+    assert!(
+        msg.starts_with(&format!(
+            "cannot read capabilities file {}: ",
+            dir.path().display()
+        )),
+        "{msg}"
+    );
+}
+
+#[test]
+fn a_file_on_disk_loads_and_relative_paths_use_its_folder() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("capabilities.json");
+    std::fs::write(
+        &path,
+        format!(
+            r#"{{"providers": [{}]}}"#,
+            ok_entry(r#", "scope": "path trees""#)
+        ),
+    )
+    .expect("write");
+    let r = Registry::load(&path, &RecordingSink::new().1).expect("loads");
+    assert_eq!(r.file(), Some(path.as_path()));
+    assert_eq!(
+        r.entries()[0].scope,
+        Some(Scope::Path(dir.path().join("trees")))
+    );
+    assert_eq!(r.notice(), None);
+}
+
+#[test]
+fn the_file_is_beside_projects_json_unless_the_variable_names_one() {
+    let projects = Path::new("/srv/spear/projects.json");
+    assert_eq!(
+        registry::locate(projects, None),
+        PathBuf::from("/srv/spear/capabilities.json")
+    );
+    assert_eq!(
+        registry::locate(projects, Some("/etc/caps.json".into())),
+        PathBuf::from("/etc/caps.json")
+    );
+    assert_eq!(
+        registry::locate(projects, Some("".into())),
+        PathBuf::from("/srv/spear/capabilities.json"),
+        "an empty variable counts as unset"
+    );
+    assert_eq!(registry::CAPABILITIES_FILE_VAR, "SPEAR_CAPABILITIES_FILE");
+}
