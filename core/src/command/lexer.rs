@@ -12,8 +12,10 @@
 //! lexed to its end and reported in [`Lexed::unterminated`]. It runs in time
 //! linear in the line's length.
 
-use super::ansi_c;
 use super::token::{Construct, Lexed, Token, TokenKind, Unterminated};
+
+mod operators;
+mod substitution;
 
 /// Lexes one command line.
 pub fn lex(line: &str) -> Lexed {
@@ -257,56 +259,6 @@ impl Lexer<'_> {
         }
     }
 
-    /// Inside `${...}` everything is kept as written; only its end, its
-    /// quotes and the substitutions inside it matter.
-    fn step_brace(&mut self) {
-        let at = self.pos;
-        let b = self.src.as_bytes()[at];
-        let (in_dquote, outer_dquote) = {
-            let w = self.word();
-            (w.brace_dquote, w.dquote.is_some())
-        };
-        let len = match b {
-            b'"' => {
-                let w = self.word();
-                w.brace_dquote = !w.brace_dquote;
-                1
-            }
-            b'}' if !in_dquote => {
-                self.word().brace_depth -= 1;
-                1
-            }
-            b'{' if !in_dquote && at > 0 && self.byte(at - 1) == Some(b'$') => {
-                self.word().brace_depth += 1;
-                1
-            }
-            b'\'' if !in_dquote && !outer_dquote => match self.src[at + 1..].find('\'') {
-                Some(n) => n + 2,
-                None => {
-                    self.unterminated(Construct::SingleQuote, at);
-                    self.src.len() - at
-                }
-            },
-            b'\\' => self.src[at + 1..]
-                .chars()
-                .next()
-                .map_or(1, |c| 1 + c.len_utf8()),
-            b'$' if matches!(self.byte(at + 1), Some(b'(')) => return self.dollar(true),
-            b'`' => return self.backquote(),
-            _ => {
-                let run = self.src.as_bytes()[at..]
-                    .iter()
-                    .position(|b| b"\"{}'\\$`".contains(b))
-                    .unwrap_or(self.src.len() - at);
-                run.max(1)
-            }
-        };
-        let end = (at + len).min(self.src.len());
-        let text = &self.src[at..end];
-        self.word().text.push_str(text);
-        self.pos = end;
-    }
-
     /// Appends the run of ordinary characters at `pos` to the word.
     fn plain_run(&mut self, specials: &[u8]) {
         let at = self.pos;
@@ -318,63 +270,6 @@ impl Lexer<'_> {
         let text = &self.src[at..at + run];
         self.word().text.push_str(text);
         self.pos = at + run;
-    }
-
-    fn newline(&mut self, len: usize) {
-        self.end_word();
-        let at = self.pos;
-        self.push(TokenKind::Newline, at, at + len, self.depth());
-        self.pos += len;
-        self.heredoc_next = None;
-        let frame = self.frame();
-        frame.cmd_pos = !frame.kind.nocmd();
-        self.heredoc_bodies();
-    }
-
-    fn comment(&mut self) {
-        let at = self.pos;
-        let in_backquote = matches!(self.frame().kind, FrameKind::Backquote { .. });
-        let rest = &self.src.as_bytes()[at..];
-        let len = rest
-            .iter()
-            .position(|&b| b == b'\n' || (in_backquote && b == b'`'))
-            .unwrap_or(rest.len());
-        // A `\r\n` line ending is the newline's, not the comment's.
-        let end = if len > 0 && rest[len - 1] == b'\r' && rest.get(len) == Some(&b'\n') {
-            at + len - 1
-        } else {
-            at + len
-        };
-        self.push(TokenKind::Comment, at, end, self.depth());
-        self.pos = end;
-    }
-
-    /// Reads the bodies of the here-documents this line announced.
-    fn heredoc_bodies(&mut self) {
-        for (delimiter, strip_tabs) in std::mem::take(&mut self.heredocs) {
-            let body_start = self.pos;
-            let mut body_end = self.src.len();
-            let mut next = self.src.len();
-            let mut line_start = self.pos;
-            while line_start < self.src.len() {
-                let eol = self.src[line_start..]
-                    .find('\n')
-                    .map_or(self.src.len(), |n| line_start + n);
-                let mut line = &self.src[line_start..eol];
-                line = line.strip_suffix('\r').unwrap_or(line);
-                if strip_tabs {
-                    line = line.trim_start_matches('\t');
-                }
-                if line == delimiter {
-                    body_end = line_start;
-                    next = (eol + 1).min(self.src.len());
-                    break;
-                }
-                line_start = eol + 1;
-            }
-            self.push(TokenKind::HeredocBody, body_start, body_end, self.depth());
-            self.pos = next;
-        }
     }
 
     fn backslash(&mut self, in_dquote: bool) {
@@ -408,151 +303,6 @@ impl Lexer<'_> {
         }
     }
 
-    fn dollar(&mut self, in_dquote: bool) {
-        let at = self.pos;
-        match self.byte(at + 1) {
-            Some(b'\'') if !in_dquote => {
-                let mut text = std::mem::take(&mut self.word().text);
-                let end = ansi_c::decode(self.src, at + 2, &mut text);
-                self.word().text = text;
-                match end {
-                    Some(end) => self.pos = end,
-                    None => {
-                        self.unterminated(Construct::AnsiCQuote, at);
-                        self.pos = self.src.len();
-                    }
-                }
-            }
-            Some(b'"') if !in_dquote => {
-                // `$"..."` is a double quote translated by locale: same words.
-                self.word().dquote = Some(at + 1);
-                self.pos = at + 2;
-            }
-            Some(b'(') if self.byte(at + 2) == Some(b'(') => {
-                self.open_in_word(FrameKind::Arith, at, 3);
-            }
-            Some(b'(') => self.open_in_word(FrameKind::Dollar, at, 2),
-            Some(b'{') => {
-                let word = self.word();
-                if word.brace_depth == 0 {
-                    word.brace_at = at;
-                }
-                word.brace_depth += 1;
-                word.text.push_str("${");
-                self.pos = at + 2;
-            }
-            _ => {
-                self.word().text.push('$');
-                self.pos = at + 1;
-            }
-        }
-    }
-
-    /// Opens a frame that belongs to the current word (a substitution).
-    fn open_in_word(&mut self, kind: FrameKind, at: usize, len: usize) {
-        self.word();
-        self.pos = at + len;
-        self.frames.push(Frame::new(kind, at, true));
-        self.push(TokenKind::SubstitutionOpen, at, at + len, self.depth());
-    }
-
-    /// Closes the innermost frame, whose closer spans `pos..pos + len`.
-    fn close(&mut self, len: usize) {
-        self.end_word();
-        let end = (self.pos + len).min(self.src.len());
-        let depth = self.depth();
-        let frame = self.frames.pop().expect("only called above the top frame");
-        self.pos = end;
-        self.heredoc_next = None;
-        // At the end of the line (`len == 0`) there is no closer to report.
-        if frame.kind.in_word() {
-            if len > 0 {
-                self.push(TokenKind::SubstitutionClose, end - len, end, depth);
-            }
-            let raw = &self.src[frame.open_at..end];
-            self.word().text.push_str(raw);
-        } else {
-            if len > 0 {
-                self.push(TokenKind::Operator, end - len, end, self.depth());
-            }
-            self.frame().cmd_pos = false;
-        }
-    }
-
-    fn backquote(&mut self) {
-        if self.frame().kind == (FrameKind::Backquote { escaped: false }) {
-            self.close(1);
-        } else {
-            let at = self.pos;
-            self.open_in_word(FrameKind::Backquote { escaped: false }, at, 1);
-        }
-    }
-
-    /// `` \` `` inside backquotes: a backquote one level further in.
-    fn backquote_escaped(&mut self, at: usize) {
-        if self.frame().kind == (FrameKind::Backquote { escaped: true }) {
-            self.pos = at;
-            self.close(2);
-        } else {
-            self.open_in_word(FrameKind::Backquote { escaped: true }, at, 2);
-        }
-    }
-
-    fn operator(&mut self, first: u8) {
-        let at = self.pos;
-        let rest = &self.src.as_bytes()[at..];
-        let starts = |op: &str| rest.starts_with(op.as_bytes());
-        let kind = self.frame().kind;
-        if first == b'(' {
-            let array = self
-                .frame()
-                .word
-                .as_ref()
-                .is_some_and(|w| w.text.ends_with('='));
-            if array {
-                return self.open_in_word(FrameKind::Array, at, 1);
-            }
-            self.end_word();
-            let nocmd = kind.nocmd();
-            self.push(TokenKind::Operator, at, at + 1, self.depth());
-            self.pos = at + 1;
-            self.frames
-                .push(Frame::new(FrameKind::Subshell { nocmd }, at, true));
-            self.heredoc_next = None;
-            return;
-        }
-        if first == b')' {
-            match kind {
-                FrameKind::Arith => return self.close(if starts("))") { 2 } else { 1 }),
-                FrameKind::Dollar | FrameKind::Array | FrameKind::Subshell { .. } => {
-                    return self.close(1);
-                }
-                FrameKind::Top | FrameKind::Backquote { .. } => {}
-            }
-        }
-        self.end_word();
-        let op = [
-            ";;&", ";;", ";&", ";", "&&", "&>>", "&>", "&", "||", "|&", "|", ")", "<<<", "<<-",
-            "<<", "<&", "<>", "<", ">>", ">&", ">|", ">",
-        ]
-        .into_iter()
-        .find(|op| starts(op))
-        .expect("every operator's first byte has a one-byte form");
-        self.push(TokenKind::Operator, at, at + op.len(), self.depth());
-        self.pos = at + op.len();
-        self.heredoc_next = match op {
-            "<<" => Some(false),
-            "<<-" => Some(true),
-            _ => None,
-        };
-        let separates = matches!(
-            op,
-            ";;&" | ";;" | ";&" | ";" | "&&" | "&" | "||" | "|&" | "|"
-        );
-        let frame = self.frame();
-        frame.cmd_pos = separates && !frame.kind.nocmd();
-    }
-
     /// At the end of the line: close every word and frame, noting what was
     /// left open (the innermost first).
     fn finish(&mut self) {
@@ -580,5 +330,155 @@ impl Lexer<'_> {
             self.unterminated(kind.construct(), open_at);
             self.close(0);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every word's text and whether it stands in command position, in the
+    /// order words start.
+    fn words(line: &str) -> Vec<(String, bool)> {
+        let mut tokens = lex(line).tokens;
+        tokens.sort_by_key(|t| t.start);
+        tokens
+            .into_iter()
+            .filter_map(|t| match t.kind {
+                TokenKind::Word {
+                    text,
+                    command_position,
+                } => Some((text, command_position)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn commands(line: &str) -> Vec<String> {
+        words(line)
+            .into_iter()
+            .filter(|(_, c)| *c)
+            .map(|(w, _)| w)
+            .collect()
+    }
+
+    #[test]
+    fn command_positions_follow_the_separators() {
+        assert_eq!(
+            commands("a b; c | d && e || f & g |& h ;; i\nj (k) $(l m) `n o` x=$(p)"),
+            [
+                "a", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "n", "p"
+            ]
+        );
+    }
+
+    #[test]
+    fn nothing_else_is_a_command_position() {
+        assert_eq!(
+            commands("VAR=1 a >out b 2>&1 c <<<d e; ) f; { g; } ! h"),
+            ["VAR=1", "{", "}"]
+        );
+        assert_eq!(commands("echo $((a + (b)))"), ["echo"]);
+        assert_eq!(commands("arr=(a b c) d"), ["arr=(a b c)"]);
+    }
+
+    #[test]
+    fn quotes_are_removed_and_nothing_is_expanded() {
+        let got: Vec<String> = words(r#"a'b c'd "e $f \" \x" $'g\th' \i ${j:-k l} ~ * {m,n}"#)
+            .into_iter()
+            .map(|(w, _)| w)
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "ab cd",
+                r#"e $f " \x"#,
+                "g\th",
+                "i",
+                "${j:-k l}",
+                "~",
+                "*",
+                "{m,n}"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_substitution_stays_verbatim_in_its_word() {
+        let got: Vec<String> = words(r#"x"$(a "b c")"y"#)
+            .into_iter()
+            .map(|(w, _)| w)
+            .collect();
+        assert_eq!(got, ["x$(a \"b c\")y", "a", "b c"]);
+    }
+
+    #[test]
+    fn spans_and_depths_locate_each_token() {
+        let line = "ab $(cd) # ef\r\ngh";
+        let lexed = lex(line);
+        let find = |text: &str| {
+            lexed
+                .tokens
+                .iter()
+                .find(|t| matches!(&t.kind, TokenKind::Word { text: w, .. } if w == text))
+                .map(|t| (&line[t.start..t.end], t.depth))
+        };
+        assert_eq!(find("ab"), Some(("ab", 0)));
+        assert_eq!(find("cd"), Some(("cd", 1)));
+        assert_eq!(find("$(cd)"), Some(("$(cd)", 0)));
+        let comment = lexed
+            .tokens
+            .iter()
+            .find(|t| t.kind == TokenKind::Comment)
+            .expect("a comment");
+        assert_eq!(&line[comment.start..comment.end], "# ef");
+        assert!(
+            lexed
+                .tokens
+                .iter()
+                .any(|t| t.kind == TokenKind::Newline && &line[t.start..t.end] == "\r\n")
+        );
+    }
+
+    #[test]
+    fn heredoc_bodies_are_one_data_token() {
+        let line = "cat <<A <<-'B'\nx\nA\n\ty\n\tB\nz";
+        let lexed = lex(line);
+        let bodies: Vec<&str> = lexed
+            .tokens
+            .iter()
+            .filter(|t| t.kind == TokenKind::HeredocBody)
+            .map(|t| &line[t.start..t.end])
+            .collect();
+        assert_eq!(bodies, ["x\n", "\ty\n"]);
+        assert_eq!(commands(line), ["cat", "z"]);
+    }
+
+    #[test]
+    fn the_innermost_open_construct_is_reported() {
+        let open = |line: &str| lex(line).unterminated.map(|u| (u.construct, u.start));
+        assert_eq!(open("a 'b"), Some((Construct::SingleQuote, 2)));
+        assert_eq!(open("a \"$(b 'c"), Some((Construct::SingleQuote, 7)));
+        assert_eq!(open("a \"$(b"), Some((Construct::CommandSubstitution, 3)));
+        assert_eq!(open("a \"b"), Some((Construct::DoubleQuote, 2)));
+        assert_eq!(open("(a"), Some((Construct::Parenthesis, 0)));
+        assert_eq!(open("a `b"), Some((Construct::Backquote, 2)));
+        assert_eq!(open("a $((1"), Some((Construct::Arithmetic, 2)));
+        assert_eq!(open("a ${b"), Some((Construct::ParameterExpansion, 2)));
+        assert_eq!(open("a $'b"), Some((Construct::AnsiCQuote, 2)));
+        assert_eq!(open("a \\"), Some((Construct::Backslash, 2)));
+        assert_eq!(open("a 'b' \"c\" $(d) `e` ${f} $((1))"), None);
+    }
+
+    #[test]
+    fn operators_take_their_longest_form() {
+        let line = "a;;&b&>>c|&d<<<e<>f>|g 2>&1";
+        let ops: Vec<&str> = lex(line)
+            .tokens
+            .iter()
+            .filter(|t| t.kind == TokenKind::Operator)
+            .map(|t| &line[t.start..t.end])
+            .collect();
+        assert_eq!(ops, [";;&", "&>>", "|&", "<<<", "<>", ">|", ">&"]);
     }
 }

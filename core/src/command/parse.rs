@@ -26,6 +26,39 @@ pub(super) fn parse(line: &str, lexed: &Lexed, name: usize) -> Result<Command, R
              type it as a command of its own"
         )));
     }
+    let mut after: Vec<_> = lexed
+        .tokens
+        .iter()
+        .filter(|t| t.start > name_token.start && t.depth == 0)
+        .collect();
+    after.sort_by_key(|t| t.start);
+    let mut words = Vec::new();
+    let mut line_ended = false;
+    // A word of digits glued to an operator is a redirection's fd: `2>&1`.
+    let mut prev_fd: Option<(usize, usize)> = None;
+    for token in after {
+        match &token.kind {
+            TokenKind::Newline => line_ended = true,
+            TokenKind::Word { text, .. } if !line_ended => {
+                words.push(text.as_str());
+                let digits = !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
+                prev_fd = digits.then_some((token.start, token.end));
+            }
+            _ => {
+                let start = match prev_fd {
+                    Some((start, end)) if end == token.start && !line_ended => start,
+                    _ => token.start,
+                };
+                let end = line[start..].find('\n').map_or(line.len(), |n| start + n);
+                let text = quote(&head(line[start..end].trim()));
+                let place = if line_ended { "on a later line" } else { "it" };
+                return Err(Refusal::new(format!(
+                    "{COMMAND_NAME} must stand alone on its line: {text} follows {place}; \
+                     type it as a command of its own"
+                )));
+            }
+        }
+    }
     if let Some(open) = lexed.unterminated {
         let column = line[..open.start]
             .rsplit('\n')
@@ -37,31 +70,6 @@ pub(super) fn parse(line: &str, lexed: &Lexed, name: usize) -> Result<Command, R
             open.construct,
             quote(open.construct.opener())
         )));
-    }
-    let mut words = Vec::new();
-    let mut line_ended = false;
-    let mut after = lexed
-        .tokens
-        .iter()
-        .filter(|t| t.start > name_token.start && t.depth == 0);
-    let mut sorted: Vec<_> = after.by_ref().collect();
-    sorted.sort_by_key(|t| t.start);
-    for token in sorted {
-        match &token.kind {
-            TokenKind::Newline => line_ended = true,
-            TokenKind::Word { text, .. } if !line_ended => words.push(text.as_str()),
-            _ => {
-                let end = line[token.start..]
-                    .find('\n')
-                    .map_or(line.len(), |n| token.start + n);
-                let text = quote(&head(line[token.start..end].trim()));
-                let place = if line_ended { "on a later line" } else { "it" };
-                return Err(Refusal::new(format!(
-                    "{COMMAND_NAME} must stand alone on its line: {text} follows {place}; \
-                     type it as a command of its own"
-                )));
-            }
-        }
     }
     command(&words)
 }
