@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 pub mod audit;
+pub mod command;
 mod error;
 pub mod kind;
 mod provider;

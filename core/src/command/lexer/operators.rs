@@ -1,0 +1,118 @@
+//! Operators, newlines, comments and here-documents.
+
+use super::{Frame, FrameKind, Lexer};
+use crate::command::token::TokenKind;
+
+impl Lexer<'_> {
+    pub(super) fn newline(&mut self, len: usize) {
+        self.end_word();
+        let at = self.pos;
+        self.push(TokenKind::Newline, at, at + len, self.depth());
+        self.pos += len;
+        self.heredoc_next = None;
+        let frame = self.frame();
+        frame.cmd_pos = !frame.kind.nocmd();
+        self.heredoc_bodies();
+    }
+
+    pub(super) fn comment(&mut self) {
+        let at = self.pos;
+        let in_backquote = matches!(self.frame().kind, FrameKind::Backquote { .. });
+        let rest = &self.src.as_bytes()[at..];
+        let len = rest
+            .iter()
+            .position(|&b| b == b'\n' || (in_backquote && b == b'`'))
+            .unwrap_or(rest.len());
+        // A `\r\n` line ending is the newline's, not the comment's.
+        let end = if len > 0 && rest[len - 1] == b'\r' && rest.get(len) == Some(&b'\n') {
+            at + len - 1
+        } else {
+            at + len
+        };
+        self.push(TokenKind::Comment, at, end, self.depth());
+        self.pos = end;
+    }
+
+    /// Reads the bodies of the here-documents this line announced.
+    pub(super) fn heredoc_bodies(&mut self) {
+        for (delimiter, strip_tabs) in std::mem::take(&mut self.heredocs) {
+            let body_start = self.pos;
+            let mut body_end = self.src.len();
+            let mut next = self.src.len();
+            let mut line_start = self.pos;
+            while line_start < self.src.len() {
+                let eol = self.src[line_start..]
+                    .find('\n')
+                    .map_or(self.src.len(), |n| line_start + n);
+                let mut line = &self.src[line_start..eol];
+                line = line.strip_suffix('\r').unwrap_or(line);
+                if strip_tabs {
+                    line = line.trim_start_matches('\t');
+                }
+                if line == delimiter {
+                    body_end = line_start;
+                    next = (eol + 1).min(self.src.len());
+                    break;
+                }
+                line_start = eol + 1;
+            }
+            self.push(TokenKind::HeredocBody, body_start, body_end, self.depth());
+            self.pos = next;
+        }
+    }
+
+    pub(super) fn operator(&mut self, first: u8) {
+        let at = self.pos;
+        let rest = &self.src.as_bytes()[at..];
+        let starts = |op: &str| rest.starts_with(op.as_bytes());
+        let kind = self.frame().kind;
+        if first == b'(' {
+            let array = self
+                .frame()
+                .word
+                .as_ref()
+                .is_some_and(|w| w.text.ends_with('='));
+            if array {
+                return self.open_in_word(FrameKind::Array, at, 1);
+            }
+            self.end_word();
+            let nocmd = kind.nocmd();
+            self.push(TokenKind::Operator, at, at + 1, self.depth());
+            self.pos = at + 1;
+            self.frames
+                .push(Frame::new(FrameKind::Subshell { nocmd }, at, true));
+            self.heredoc_next = None;
+            return;
+        }
+        if first == b')' {
+            match kind {
+                FrameKind::Arith => return self.close(if starts("))") { 2 } else { 1 }),
+                FrameKind::Dollar | FrameKind::Array | FrameKind::Subshell { .. } => {
+                    return self.close(1);
+                }
+                FrameKind::Top | FrameKind::Backquote { .. } => {}
+            }
+        }
+        self.end_word();
+        let op = [
+            ";;&", ";;", ";&", ";", "&&", "&>>", "&>", "&", "||", "|&", "|", ")", "<<<", "<<-",
+            "<<", "<&", "<>", "<", ">>", ">&", ">|", ">",
+        ]
+        .into_iter()
+        .find(|op| starts(op))
+        .expect("every operator's first byte has a one-byte form");
+        self.push(TokenKind::Operator, at, at + op.len(), self.depth());
+        self.pos = at + op.len();
+        self.heredoc_next = match op {
+            "<<" => Some(false),
+            "<<-" => Some(true),
+            _ => None,
+        };
+        let separates = matches!(
+            op,
+            ";;&" | ";;" | ";&" | ";" | "&&" | "&" | "||" | "|&" | "|"
+        );
+        let frame = self.frame();
+        frame.cmd_pos = separates && !frame.kind.nocmd();
+    }
+}

@@ -1,0 +1,199 @@
+//! Parsing a recognized line into a [`Command`], or refusing it with a
+//! message that teaches the right form.
+
+use serde_json::Value;
+
+use super::token::{Lexed, TokenKind};
+use super::{COMMAND_NAME, CapabilityId, Command, Refusal};
+
+const LIST: &str = "spear-capability list";
+const DESCRIBE: &str = "spear-capability describe <provider>/<tool>";
+const INVOKE: &str = "spear-capability invoke <provider>/<tool> '<arguments as one JSON object>'";
+/// The longest piece of the line a refusal quotes.
+const QUOTE_CHARS: usize = 40;
+
+/// Parses the line whose token `name` is the recognized command name.
+pub(super) fn parse(line: &str, lexed: &Lexed, name: usize) -> Result<Command, Refusal> {
+    let name_token = &lexed.tokens[name];
+    let before = lexed
+        .tokens
+        .iter()
+        .any(|t| t.start < name_token.start && t.kind != TokenKind::Newline);
+    if before || name_token.depth > 0 {
+        let text = quote(&tail(line[..name_token.start].trim()));
+        return Err(Refusal::new(format!(
+            "{COMMAND_NAME} must stand alone on its line: {text} comes before it; \
+             type it as a command of its own"
+        )));
+    }
+    let mut after: Vec<_> = lexed
+        .tokens
+        .iter()
+        .filter(|t| t.start > name_token.start && t.depth == 0)
+        .collect();
+    after.sort_by_key(|t| t.start);
+    let mut words = Vec::new();
+    let mut line_ended = false;
+    // A word of digits glued to an operator is a redirection's fd: `2>&1`.
+    let mut prev_fd: Option<(usize, usize)> = None;
+    for token in after {
+        match &token.kind {
+            TokenKind::Newline => line_ended = true,
+            TokenKind::Word { text, .. } if !line_ended => {
+                words.push(text.as_str());
+                let digits = !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
+                prev_fd = digits.then_some((token.start, token.end));
+            }
+            _ => {
+                let start = match prev_fd {
+                    Some((start, end)) if end == token.start && !line_ended => start,
+                    _ => token.start,
+                };
+                let end = line[start..].find('\n').map_or(line.len(), |n| start + n);
+                let text = quote(&head(line[start..end].trim()));
+                let place = if line_ended { "on a later line" } else { "it" };
+                return Err(Refusal::new(format!(
+                    "{COMMAND_NAME} must stand alone on its line: {text} follows {place}; \
+                     type it as a command of its own"
+                )));
+            }
+        }
+    }
+    if let Some(open) = lexed.unterminated {
+        let column = line[..open.start]
+            .rsplit('\n')
+            .next()
+            .map_or(0, |l| l.chars().count())
+            + 1;
+        return Err(Refusal::new(format!(
+            "unterminated {} (the {} at column {column}); close it",
+            open.construct,
+            quote(open.construct.opener())
+        )));
+    }
+    command(&words)
+}
+
+/// The words after the name, as the verb's form wants them.
+fn command(words: &[&str]) -> Result<Command, Refusal> {
+    let Some((&verb, rest)) = words.split_first() else {
+        return Err(Refusal::new(format!(
+            "{COMMAND_NAME} needs a verb: {LIST} | {DESCRIBE} | {INVOKE}"
+        )));
+    };
+    match verb {
+        "list" => {
+            too_many(rest, 0, LIST)?;
+            Ok(Command::List)
+        }
+        "describe" => {
+            let id = id(rest.first(), DESCRIBE)?;
+            too_many(rest, 1, DESCRIBE)?;
+            Ok(Command::Describe { id })
+        }
+        "invoke" => {
+            let id = id(rest.first(), INVOKE)?;
+            too_many(rest, 2, INVOKE)?;
+            let arguments = match rest.get(1) {
+                None => serde_json::Map::new(),
+                Some(json) => arguments(json)?,
+            };
+            Ok(Command::Invoke { id, arguments })
+        }
+        other => Err(Refusal::new(format!(
+            "unknown verb {}: the verbs are list, describe and invoke: {LIST} | {DESCRIBE} | {INVOKE}",
+            quote(&head(other))
+        ))),
+    }
+}
+
+fn id(word: Option<&&str>, form: &str) -> Result<CapabilityId, Refusal> {
+    let Some(word) = word else {
+        return Err(Refusal::new(format!("missing capability id: {form}")));
+    };
+    CapabilityId::parse(word).ok_or_else(|| {
+        Refusal::new(format!(
+            "malformed capability id {}: an id is <provider>/<tool>, both non-empty, \
+             such as tracker/search_issues: {form}",
+            quote(&head(word))
+        ))
+    })
+}
+
+fn too_many(rest: &[&str], allowed: usize, form: &str) -> Result<(), Refusal> {
+    match rest.get(allowed) {
+        None => Ok(()),
+        Some(extra) => {
+            let hint = if form == INVOKE {
+                "; quote the JSON object as one word, in single quotes"
+            } else {
+                ""
+            };
+            Err(Refusal::new(format!(
+                "too many words: {} is one too many{hint}: {form}",
+                quote(&head(extra))
+            )))
+        }
+    }
+}
+
+fn arguments(json: &str) -> Result<serde_json::Map<String, Value>, Refusal> {
+    if json.trim().is_empty() {
+        return Err(Refusal::new(format!(
+            "the arguments are empty; give one JSON object, such as '{{}}': {INVOKE}"
+        )));
+    }
+    match serde_json::from_str::<Value>(json) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(other) => {
+            let kind = match other {
+                Value::Null => "null",
+                Value::Bool(_) => "a boolean",
+                Value::Number(_) => "a number",
+                Value::String(_) => "a string",
+                Value::Array(_) => "an array",
+                Value::Object(_) => unreachable!("matched above"),
+            };
+            Err(Refusal::new(format!(
+                "the arguments must be one JSON object, not {kind}: {INVOKE}"
+            )))
+        }
+        Err(e) => Err(Refusal::new(format!(
+            "the arguments are not valid JSON ({e}); give one JSON object in single quotes: {INVOKE}"
+        ))),
+    }
+}
+
+/// The end of `text`, on one line and at most [`QUOTE_CHARS`] long.
+fn tail(text: &str) -> String {
+    let flat = flatten(text);
+    let count = flat.chars().count();
+    if count <= QUOTE_CHARS {
+        return flat;
+    }
+    let kept: String = flat.chars().skip(count - QUOTE_CHARS).collect();
+    format!("...{kept}")
+}
+
+/// The start of `text`, on one line and at most [`QUOTE_CHARS`] long.
+fn head(text: &str) -> String {
+    let flat = flatten(text);
+    if flat.chars().count() <= QUOTE_CHARS {
+        return flat;
+    }
+    let kept: String = flat.chars().take(QUOTE_CHARS).collect();
+    format!("{kept}...")
+}
+
+/// `text` in backquotes, doubled when it holds one itself.
+fn quote(text: &str) -> String {
+    if text.contains('`') {
+        format!("`` {text} ``")
+    } else {
+        format!("`{text}`")
+    }
+}
+
+fn flatten(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}

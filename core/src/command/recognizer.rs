@@ -1,0 +1,44 @@
+//! Recognition: is this line a `spear-capability` command?
+
+use super::lexer::lex;
+use super::token::TokenKind;
+use super::{COMMAND_NAME, Recognized, parse, prefilter};
+
+/// Decides whether SPEAR answers `command_line` or a shell runs it.
+///
+/// `spear-capability` counts where the SPEAR manual (3.6.2) says a shell
+/// would run it: as the first word of the line, or as the first word after
+/// an unquoted `;`, `&`, `|`, newline, `(`, backquote or `$(`, once quote
+/// removal has made it exactly `spear-capability`. Recognized, the line is
+/// parsed into a [`Command`](super::Command) or refused; see the [module
+/// docs](super).
+///
+/// Lines that cannot hold the name cost one scan of their bytes; only the
+/// others are lexed. Time is linear in the line's length.
+pub fn recognize(command_line: &str) -> Recognized {
+    if !prefilter::may_hold_name(command_line.as_bytes()) {
+        return Recognized::NotOurs;
+    }
+    recognize_unfiltered(command_line)
+}
+
+/// [`recognize`] without its fast pre-filter: always lexes the whole line.
+///
+/// The answer is the same for every line; this exists so that tests and
+/// benchmarks can check and measure the pre-filter.
+pub fn recognize_unfiltered(command_line: &str) -> Recognized {
+    let lexed = lex(command_line);
+    let name = lexed
+        .tokens
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| {
+            matches!(&t.kind, TokenKind::Word { text, command_position: true } if text == COMMAND_NAME)
+        })
+        .min_by_key(|(_, t)| t.start)
+        .map(|(i, _)| i);
+    match name {
+        Some(i) => Recognized::Ours(parse::parse(command_line, &lexed, i)),
+        None => Recognized::NotOurs,
+    }
+}

@@ -1,0 +1,123 @@
+//! What the lexer reports: tokens with their place in the line.
+
+use std::fmt;
+
+/// The lexer's view of one command line.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Lexed {
+    /// The tokens in the order the line closes them: a word that holds a
+    /// `$(...)` comes after the tokens inside it.
+    pub tokens: Vec<Token>,
+    /// The innermost construct the line leaves open, if any.
+    pub unterminated: Option<Unterminated>,
+}
+
+/// One token: what it is, where it lies and how deep it is nested.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Token {
+    /// What the token is.
+    pub kind: TokenKind,
+    /// Byte offset of its first character in the line.
+    pub start: usize,
+    /// Byte offset just past its last character.
+    pub end: usize,
+    /// How many substitutions or subshells enclose it (0 at the top level).
+    pub depth: usize,
+}
+
+/// The kinds of token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TokenKind {
+    /// A word, with the text a shell's quote removal makes of it (nothing
+    /// expanded: a `$(...)` inside stays as written).
+    Word {
+        /// The word after quote removal.
+        text: String,
+        /// Whether it stands where a shell runs a command (see the module
+        /// docs for the list of positions).
+        command_position: bool,
+    },
+    /// A control or redirection operator such as `;`, `&&`, `|&`, `(`, `)`,
+    /// `>>` or `<<-`; its text is the line's `start..end`.
+    Operator,
+    /// The opening of a substitution inside a word: `$(`, `$((` or a
+    /// backquote. It carries the depth of what it encloses.
+    SubstitutionOpen,
+    /// The closing `)`, `))` or backquote of a substitution, at the depth of
+    /// what it encloses.
+    SubstitutionClose,
+    /// An unquoted newline (`\n`, or `\r\n`).
+    Newline,
+    /// A comment, from its `#` to the end of its line.
+    Comment,
+    /// A here-document's body (data, never scanned for commands), without
+    /// its delimiter line.
+    HeredocBody,
+}
+
+/// A construct the line opens and never closes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Unterminated {
+    /// Which construct.
+    pub construct: Construct,
+    /// Byte offset of its opening.
+    pub start: usize,
+}
+
+/// The constructs that can be left open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Construct {
+    /// `'...`
+    SingleQuote,
+    /// `"...`
+    DoubleQuote,
+    /// `$'...`
+    AnsiCQuote,
+    /// `$(...`
+    CommandSubstitution,
+    /// `$((...`
+    Arithmetic,
+    /// A backquote.
+    Backquote,
+    /// `${...`
+    ParameterExpansion,
+    /// `(...` (a subshell or an array)
+    Parenthesis,
+    /// A backslash at the very end of the line.
+    Backslash,
+}
+
+impl Construct {
+    /// How the construct opens, as typed.
+    pub fn opener(self) -> &'static str {
+        match self {
+            Construct::SingleQuote => "'",
+            Construct::DoubleQuote => "\"",
+            Construct::AnsiCQuote => "$'",
+            Construct::CommandSubstitution => "$(",
+            Construct::Arithmetic => "$((",
+            Construct::Backquote => "`",
+            Construct::ParameterExpansion => "${",
+            Construct::Parenthesis => "(",
+            Construct::Backslash => "\\",
+        }
+    }
+}
+
+impl fmt::Display for Construct {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Construct::SingleQuote => "single quote",
+            Construct::DoubleQuote => "double quote",
+            Construct::AnsiCQuote => "$'...' quote",
+            Construct::CommandSubstitution => "command substitution",
+            Construct::Arithmetic => "arithmetic expansion",
+            Construct::Backquote => "backquote",
+            Construct::ParameterExpansion => "parameter expansion",
+            Construct::Parenthesis => "parenthesis",
+            Construct::Backslash => "backslash",
+        })
+    }
+}
