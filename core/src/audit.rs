@@ -14,6 +14,7 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
+use crate::UnavailableReason;
 use crate::selection::{Decision, Runtime, TaskKind};
 
 /// One audit record: when, in which session and turn, and what.
@@ -80,6 +81,94 @@ pub enum AuditEvent {
         read_only: bool,
         /// Every registered provider and the decision about it.
         candidates: Vec<CandidateRecord>,
+    },
+    /// The turn runs where there is no capability gateway.
+    GatewayAbsent {
+        /// Why, e.g. `earlier runtime`.
+        reason: String,
+    },
+    /// A provider started and listed its tools.
+    ProviderStarted {
+        /// The provider's id.
+        provider: String,
+        /// How many usable tools it has.
+        tools: usize,
+        /// How many tools were left out.
+        rejected_tools: usize,
+        /// Start and listing, in milliseconds.
+        duration_ms: u64,
+    },
+    /// A tool a provider offered was left out of its family.
+    ToolRejected {
+        /// The provider's id.
+        provider: String,
+        /// The tool's name (plain, bounded).
+        tool: String,
+        /// Why.
+        reason: String,
+    },
+    /// A provider could not start, timed out or failed; it is left out of
+    /// the session.
+    ProviderFailed {
+        /// The provider's id.
+        provider: String,
+        /// The short category the turn is told.
+        reason: UnavailableReason,
+        /// The full message, for the deployment (may carry stderr).
+        message: String,
+    },
+    /// A turn was shown its family whole.
+    CapabilityFamilyExposed {
+        /// The capability ids shown.
+        capabilities: Vec<String>,
+        /// Estimated tokens of descriptions and schemas.
+        tokens: usize,
+        /// Providers named as unavailable.
+        unavailable: Vec<String>,
+    },
+    /// A turn was shown its family as an index.
+    CapabilityIndexExposed {
+        /// The capability ids shown.
+        capabilities: Vec<String>,
+        /// Estimated tokens of descriptions and schemas.
+        tokens: usize,
+        /// Providers named as unavailable.
+        unavailable: Vec<String>,
+    },
+    /// A turn described a capability.
+    CapabilityDescribed {
+        /// The capability id.
+        capability: String,
+    },
+    /// A checked call went to a provider.
+    CapabilityInvoked {
+        /// The capability id.
+        capability: String,
+        /// READ or WRITE.
+        class: String,
+        /// The arguments as compact JSON, cut at 4 KiB.
+        arguments: String,
+        /// `ok`, `tool_error` (the tool reported failure), `rejected` (the
+        /// provider answered with an error) or `unavailable`.
+        outcome: String,
+        /// How long the call took, in milliseconds.
+        duration_ms: u64,
+    },
+    /// A command was refused before reaching any provider.
+    CapabilityRefused {
+        /// The capability id, when the command named one.
+        capability: Option<String>,
+        /// The command line (plain, bounded).
+        command: String,
+        /// Why.
+        reason: String,
+    },
+    /// A session shut a provider down.
+    ProviderStopped {
+        /// The provider's id.
+        provider: String,
+        /// An error while stopping, if any.
+        error: Option<String>,
     },
 }
 

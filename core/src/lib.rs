@@ -2,19 +2,29 @@
 #![forbid(unsafe_code)]
 
 pub mod audit;
+pub mod checks;
 pub mod command;
+pub mod connector;
 mod error;
+pub mod exposure;
+pub mod framing;
 pub mod kind;
+pub mod permission;
 mod provider;
 pub mod registry;
 pub mod scope;
 pub mod selection;
+pub mod session;
+pub mod tokens;
 
 pub use audit::{Audit, AuditEvent, AuditRecord, AuditSink, JsonLinesSink, NullSink};
+pub use connector::{Connector, KindConnector};
 pub use error::{Error, UnavailableReason};
+pub use exposure::{Class, Exposure, Limits, Shown, ShownCapability, ShownUnavailable};
 pub use kind::{
     ConnectFuture, ConnectRequest, DEFAULT_KIND, KindSettings, ProviderKind, find_kind, kinds,
 };
+pub use permission::{Ask, Auto, PermissionMode, ReadOnly, WriteRequest};
 pub use provider::{
     CallRequest, CallResult, Content, Provider, ProviderInfo, RejectedTool, ResourceBody, ToolList,
     ToolSpec,
@@ -22,6 +32,8 @@ pub use provider::{
 pub use registry::{EntryProblem, ProviderEntry, RefusedEntry, Registry, TaskClass, WritePolicy};
 pub use scope::Scope;
 pub use selection::{Decision, Runtime, Selection, TaskKind, TurnContext, select};
+pub use session::{Answer, AnswerStatus, Session, SessionOptions, Turn};
+pub use tokens::{EstimatedTokens, TokenCounter};
 
 // Provider kinds need these at their registration site without naming the
 // crates themselves.

@@ -27,7 +27,7 @@ pub enum MockFailure {
 }
 
 impl MockFailure {
-    fn to_error(&self, provider: &str, tool: &str) -> Error {
+    pub(crate) fn to_error(&self, provider: &str, tool: &str) -> Error {
         let provider = provider.to_owned();
         match self {
             MockFailure::Start => Error::Start {

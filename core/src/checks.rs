@@ -1,0 +1,212 @@
+//! Checks of a tool's argument schema and of a call's arguments.
+//!
+//! Schemas are compiled once per session, **offline**: `jsonschema` is built
+//! without its http and file resolvers, so a `$ref` outside the schema fails
+//! the compilation instead of reaching the network or the disk, and the tool
+//! is left out. A call's arguments must validate against the schema and name
+//! only properties it declares.
+
+use std::collections::BTreeSet;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use serde_json::{Map, Value};
+
+use crate::framing::one_line;
+
+/// The most schema errors reported for one call.
+pub const MAX_ARGUMENT_ERRORS: usize = 8;
+
+/// The longest tool name, in characters.
+pub const MAX_TOOL_NAME: usize = 128;
+
+/// Why a tool name cannot be part of a capability id, if it cannot: it must
+/// be 1 to 128 characters of `A-Z a-z 0-9 _ . -`, so that `<provider>/<tool>`
+/// is one plain word a turn can type.
+pub fn tool_name_problem(name: &str) -> Option<String> {
+    if name.is_empty() {
+        Some("the name is empty".to_owned())
+    } else if name.chars().count() > MAX_TOOL_NAME {
+        Some(format!(
+            "the name is longer than {MAX_TOOL_NAME} characters"
+        ))
+    } else {
+        name.chars()
+            .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')))
+            .map(|c| format!("the name has {c:?}; allowed: A-Z, a-z, 0-9, '_', '.', '-'"))
+    }
+}
+
+/// A compiled argument schema.
+#[derive(Debug)]
+pub struct ArgumentSchema {
+    validator: jsonschema::Validator,
+    properties: BTreeSet<String>,
+}
+
+impl ArgumentSchema {
+    /// Compiles `schema`, which must be an object schema (`"type": "object"`)
+    /// needing nothing outside itself.
+    ///
+    /// # Errors
+    /// A short reason, for the audit trail.
+    pub fn compile(schema: &Value) -> Result<Self, String> {
+        let Value::Object(map) = schema else {
+            return Err("the input schema is not a JSON object".to_owned());
+        };
+        if map.get("type") != Some(&Value::String("object".to_owned())) {
+            return Err(
+                "the input schema is not an object schema (\"type\": \"object\")".to_owned(),
+            );
+        }
+        let properties = match map.get("properties") {
+            None => BTreeSet::new(),
+            Some(Value::Object(p)) => p.keys().cloned().collect(),
+            Some(_) => return Err("the input schema's \"properties\" is not an object".to_owned()),
+        };
+        // A hostile schema must not take the runtime down with it.
+        let compiled = catch_unwind(AssertUnwindSafe(|| jsonschema::validator_for(schema)))
+            .map_err(|_| {
+                "the input schema could not be compiled (the compiler panicked)".to_owned()
+            })?;
+        let validator = compiled.map_err(|e| {
+            format!(
+                "the input schema does not compile: {}",
+                one_line(&e.to_string(), 300)
+            )
+        })?;
+        Ok(Self {
+            validator,
+            properties,
+        })
+    }
+
+    /// Checks `arguments`: only declared properties, and valid.
+    ///
+    /// # Errors
+    /// Every problem (at most [`MAX_ARGUMENT_ERRORS`]), each one plain line.
+    pub fn check(&self, arguments: &Map<String, Value>) -> Result<(), Vec<String>> {
+        let mut errors: Vec<String> = arguments
+            .keys()
+            .filter(|k| !self.properties.contains(*k))
+            .map(|k| {
+                let declared = if self.properties.is_empty() {
+                    "it declares none".to_owned()
+                } else {
+                    format!(
+                        "declared: {}",
+                        self.properties
+                            .iter()
+                            .map(String::as_str)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                };
+                one_line(&format!("unknown argument {k:?}; {declared}"), 400)
+            })
+            .collect();
+        let instance = Value::Object(arguments.clone());
+        let validation = catch_unwind(AssertUnwindSafe(|| {
+            self.validator
+                .iter_errors(&instance)
+                .take(MAX_ARGUMENT_ERRORS)
+                .map(|e| {
+                    let at = e.instance_path().to_string();
+                    let at = if at.is_empty() {
+                        "arguments".to_owned()
+                    } else {
+                        format!("at {at}")
+                    };
+                    one_line(&format!("{at}: {e}"), 300)
+                })
+                .collect::<Vec<_>>()
+        }));
+        match validation {
+            Ok(found) => errors.extend(found),
+            Err(_) => errors
+                .push("the arguments could not be checked (the validator panicked)".to_owned()),
+        }
+        errors.truncate(MAX_ARGUMENT_ERRORS);
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn args(v: Value) -> Map<String, Value> {
+        match v {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        }
+    }
+
+    #[test]
+    fn tool_names_are_plain_words() {
+        assert_eq!(tool_name_problem("get_issue.v2-x"), None);
+        assert!(tool_name_problem("").is_some());
+        assert!(tool_name_problem("a b").is_some());
+        assert!(tool_name_problem("a/b").is_some());
+        assert!(tool_name_problem("é").is_some());
+        assert!(tool_name_problem(&"x".repeat(129)).is_some());
+        assert_eq!(tool_name_problem(&"x".repeat(128)), None);
+    }
+
+    #[test]
+    fn only_object_schemas_compile() {
+        assert!(ArgumentSchema::compile(&json!({"type": "object"})).is_ok());
+        assert!(ArgumentSchema::compile(&json!({"type": "string"})).is_err());
+        assert!(ArgumentSchema::compile(&json!({})).is_err());
+        assert!(ArgumentSchema::compile(&json!("object")).is_err());
+        assert!(ArgumentSchema::compile(&json!({"type": "object", "properties": []})).is_err());
+    }
+
+    #[test]
+    fn remote_and_file_refs_are_refused_without_resolving() {
+        for r in [
+            "http://127.0.0.1:9/schema.json",
+            "file:///etc/passwd",
+            "https://example.invalid/s",
+        ] {
+            let s = json!({"type": "object", "properties": {"a": {"$ref": r}}});
+            let err = ArgumentSchema::compile(&s).expect_err(r);
+            assert!(
+                err.starts_with("the input schema does not compile"),
+                "{r}: {err}"
+            );
+        }
+        let local = json!({"type": "object", "properties": {"a": {"$ref": "#/$defs/x"}}, "$defs": {"x": {"type": "string"}}});
+        let s = ArgumentSchema::compile(&local).expect("local refs resolve");
+        assert!(s.check(&args(json!({"a": 1}))).is_err());
+        assert!(s.check(&args(json!({"a": "x"}))).is_ok());
+    }
+
+    #[test]
+    fn arguments_must_be_declared_and_valid() {
+        let s = ArgumentSchema::compile(&json!({
+            "type": "object",
+            "properties": {"q": {"type": "string"}, "n": {"type": "integer", "maximum": 5}},
+            "required": ["q"],
+            "additionalProperties": true
+        }))
+        .expect("compiles");
+        assert!(s.check(&args(json!({"q": "x", "n": 2}))).is_ok());
+        let e = s
+            .check(&args(json!({"q": "x", "extra": 1})))
+            .expect_err("undeclared");
+        assert_eq!(e, [r#"unknown argument "extra"; declared: n, q"#]);
+        let e = s.check(&args(json!({"n": 9}))).expect_err("invalid");
+        assert_eq!(e.len(), 2, "{e:?}");
+        assert!(e.iter().any(|m| m.starts_with("at /n: ")), "{e:?}");
+        assert!(
+            e.iter()
+                .any(|m| m.starts_with("arguments: ") && m.contains("\"q\"")),
+            "{e:?}"
+        );
+    }
+}

@@ -1,0 +1,92 @@
+//! Shared set-up of the gateway tests: a `mock` kind, a registry from JSON,
+//! sessions over `MockConnector`.
+#![allow(dead_code, unreachable_pub)]
+
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::Value;
+use spear_capabilities::{
+    Audit, ConnectFuture, ConnectRequest, EntryProblem, Error, KindSettings, PermissionMode,
+    ProviderKind, Registry, Session, SessionOptions, TaskKind, TurnContext,
+};
+use spear_testkit::{MockConnector, MockHandle, MockProvider, RecordingSink};
+
+fn ok(_: &KindSettings) -> Vec<EntryProblem> {
+    Vec::new()
+}
+
+fn connect(r: ConnectRequest) -> ConnectFuture {
+    Box::pin(async move {
+        Err(Error::Start {
+            provider: r.provider,
+            reason: "the mock kind is started by MockConnector".into(),
+            stderr: String::new(),
+        })
+    })
+}
+
+spear_capabilities::inventory::submit! { ProviderKind { name: "mock", keys: &[], validate: ok, connect } }
+
+/// A registry of `entries` (each gets `"kind": "mock"`), all valid.
+pub fn registry(entries: Value) -> Arc<Registry> {
+    let mut entries = entries;
+    for e in entries.as_array_mut().expect("array") {
+        e["kind"] = "mock".into();
+    }
+    let text = serde_json::json!({ "providers": entries }).to_string();
+    let r = Registry::parse(
+        text.as_bytes(),
+        Path::new("/etc/spear/capabilities.json"),
+        &Audit::null(),
+    )
+    .expect("parses");
+    assert!(r.refused().is_empty(), "{:?}", r.refused());
+    Arc::new(r)
+}
+
+/// A test bench: mock providers, a connector, a recording sink.
+pub struct Bench {
+    pub connector: Arc<MockConnector>,
+    pub sink: Arc<RecordingSink>,
+    pub audit: Audit,
+    pub registry: Arc<Registry>,
+}
+
+impl Bench {
+    pub fn new(entries: Value) -> Self {
+        let (sink, audit) = RecordingSink::new();
+        Self {
+            connector: MockConnector::new(),
+            sink,
+            audit,
+            registry: registry(entries),
+        }
+    }
+
+    /// Adds a mock provider `id` and returns its handle.
+    pub fn provider(&self, id: &str) -> MockHandle {
+        let (p, h) = MockProvider::new(id);
+        self.connector.add(p);
+        h
+    }
+
+    pub fn session(&self, mode: Arc<dyn PermissionMode>) -> Session {
+        Session::open(
+            Arc::clone(&self.registry),
+            SessionOptions::new("s1", mode)
+                .with_audit(self.audit.clone())
+                .with_connector(self.connector.clone()),
+        )
+    }
+}
+
+/// An implementation turn in project `fw`.
+pub fn implementation() -> TurnContext {
+    TurnContext::new("/srv/fw", TaskKind::Implementation).with_project("fw")
+}
+
+/// A turn of `task` in project `fw`.
+pub fn turn(task: TaskKind) -> TurnContext {
+    TurnContext::new("/srv/fw", task).with_project("fw")
+}

@@ -1,0 +1,271 @@
+//! Providers in a session: started once and reused, concurrently and under
+//! their timeouts; failures left out, recorded, told once, named later.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{Bench, implementation};
+use serde_json::json;
+use spear_capabilities::{AnswerStatus, Auto, Exposure, UnavailableReason};
+use spear_testkit::MockFailure;
+
+fn two() -> Bench {
+    let b = Bench::new(json!([
+        {"id": "notes", "scope": "global", "read": ["get_note"], "timeout": 5},
+        {"id": "mail", "scope": "global", "read": ["search"], "timeout": 5}
+    ]));
+    b.provider("notes")
+        .add_simple_tool("get_note", "Read one note.", &["id"]);
+    b.provider("mail")
+        .add_simple_tool("search", "Search mail.", &["q"]);
+    b
+}
+
+#[tokio::test]
+async fn providers_start_once_per_session_and_are_reused() {
+    let b = two();
+    let s = b.session(Arc::new(Auto));
+    let t1 = s.begin_turn(implementation()).await;
+    let t2 = s.begin_turn(implementation()).await;
+    assert_eq!(t1.shown().text, t2.shown().text);
+    let mut connects = b.connector.connects();
+    connects.sort();
+    assert_eq!(connects, ["mail", "notes"]);
+    assert_eq!(b.sink.named("provider_started").len(), 2);
+    // A new session starts its own.
+    b.session(Arc::new(Auto)).begin_turn(implementation()).await;
+    assert_eq!(b.connector.connects().len(), 4);
+}
+
+#[tokio::test(start_paused = true)]
+async fn providers_start_concurrently_and_a_slow_one_is_bounded_by_its_timeout() {
+    let b = Bench::new(json!([
+        {"id": "a", "scope": "global", "timeout": 3},
+        {"id": "b", "scope": "global", "timeout": 3},
+        {"id": "slow", "scope": "global", "timeout": 2}
+    ]));
+    for id in ["a", "b", "slow"] {
+        b.provider(id).add_simple_tool("t", "x", &[]);
+    }
+    b.connector.start_latency("a", Duration::from_secs(1));
+    b.connector.start_latency("b", Duration::from_secs(1));
+    b.connector.start_latency("slow", Duration::from_secs(600));
+    let began = tokio::time::Instant::now();
+    let t = b.session(Arc::new(Auto)).begin_turn(implementation()).await;
+    let took = began.elapsed();
+    assert!(
+        took < Duration::from_secs(4),
+        "bounded by the slow one's timeout plus grace: {took:?}"
+    );
+    let ids: Vec<_> = t
+        .shown()
+        .capabilities
+        .iter()
+        .map(|c| c.id.as_str())
+        .collect();
+    assert_eq!(ids, ["a/t", "b/t"]);
+    assert_eq!(t.shown().unavailable[0].provider, "slow");
+    assert_eq!(t.shown().unavailable[0].reason, UnavailableReason::TimedOut);
+}
+
+#[tokio::test]
+async fn a_provider_that_cannot_start_is_named_unavailable_and_reported_once() {
+    let b = two();
+    b.connector.fail_start("mail", MockFailure::Start);
+    let s = b.session(Arc::new(Auto));
+    let t1 = s.begin_turn(implementation()).await;
+    assert_eq!(
+        s.take_notices(),
+        [
+            "External capability provider `mail` is unavailable (did not start); the session goes on without it."
+        ]
+    );
+    assert!(t1.shown().text.ends_with(
+        "Provider `mail` is unavailable (did not start): none of its capabilities can be called in this session.\n"
+    ), "{}", t1.shown().text);
+    assert_eq!(
+        t1.shown().capabilities.len(),
+        1,
+        "the task carries on with the others"
+    );
+    let t2 = s.begin_turn(implementation()).await;
+    assert!(s.take_notices().is_empty(), "the session says so once");
+    assert!(
+        t2.shown()
+            .text
+            .contains("Provider `mail` is unavailable (did not start)")
+    );
+    for line in [
+        "spear-capability describe mail/search",
+        "spear-capability invoke mail/search '{}'",
+        "spear-capability invoke mail/whatever '{}'",
+    ] {
+        let a = t2.answer(line).await.expect("ours");
+        assert_eq!(a.status, AnswerStatus::Unavailable, "{line}");
+        assert!(
+            a.text.contains("provider `mail` did not start"),
+            "{}",
+            a.text
+        );
+    }
+    let failed = b.sink.named("provider_failed");
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0]["reason"], "did_not_start");
+    assert!(
+        failed[0]["message"]
+            .as_str()
+            .expect("text")
+            .contains("mock stderr"),
+        "the full reason goes to the audit trail"
+    );
+    // What the turn sees carries no command, stderr or server detail.
+    assert!(!t2.shown().text.contains("mock"));
+}
+
+#[tokio::test]
+async fn a_provider_failing_mid_call_is_left_out_from_then_on() {
+    let b = two();
+    let notes = b.provider("notes");
+    notes.add_simple_tool("get_note", "Read one note.", &["id"]);
+    notes.fail_call("get_note", MockFailure::Crash);
+    let s = b.session(Arc::new(Auto));
+    let t = s.begin_turn(implementation()).await;
+    let a = t
+        .answer("spear-capability invoke notes/get_note '{}'")
+        .await
+        .expect("ours");
+    assert_eq!(a.status, AnswerStatus::Unavailable);
+    assert_eq!(
+        a.text,
+        "`notes/get_note` is unavailable: provider `notes` stopped and none of its capabilities can be called in this session."
+    );
+    assert_eq!(s.take_notices().len(), 1);
+    let again = t
+        .answer("spear-capability invoke notes/get_note '{}'")
+        .await
+        .expect("ours");
+    assert_eq!(again.status, AnswerStatus::Unavailable);
+    assert_eq!(
+        notes.calls().len(),
+        1,
+        "no second call reaches a failed provider"
+    );
+    let next = s.begin_turn(implementation()).await;
+    assert!(
+        next.shown()
+            .text
+            .contains("Provider `notes` is unavailable (crashed)")
+    );
+    assert!(s.take_notices().is_empty());
+    // The failed provider is shut down; the other one goes on.
+    tokio::task::yield_now().await;
+    assert_eq!(notes.shutdown_count(), 1);
+    let m = next
+        .answer("spear-capability invoke mail/search '{\"q\": \"x\"}'")
+        .await
+        .expect("ours");
+    assert_eq!(m.status, AnswerStatus::Ok);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_that_outlives_its_timeout_makes_the_provider_unavailable() {
+    let b = two();
+    let notes = b.provider("notes");
+    notes
+        .add_simple_tool("get_note", "Read one note.", &["id"])
+        .tool_latency("get_note", Duration::from_secs(3600));
+    let s = b.session(Arc::new(Auto));
+    let t = s.begin_turn(implementation()).await;
+    let a = t
+        .answer("spear-capability invoke notes/get_note '{}'")
+        .await
+        .expect("ours");
+    assert_eq!(a.status, AnswerStatus::Unavailable);
+    assert!(a.text.contains("timed out"), "{}", a.text);
+}
+
+#[tokio::test]
+async fn a_listing_failure_leaves_the_provider_out_and_stops_it() {
+    let b = two();
+    let mail = b.provider("mail");
+    mail.fail_list(MockFailure::Protocol);
+    let s = b.session(Arc::new(Auto));
+    let t = s.begin_turn(implementation()).await;
+    assert_eq!(
+        t.shown().unavailable[0].reason,
+        UnavailableReason::ProtocolError
+    );
+    assert_eq!(mail.shutdown_count(), 1);
+}
+
+#[tokio::test]
+async fn unusable_tools_are_left_out_and_recorded_while_the_rest_stay() {
+    let b = Bench::new(json!([{"id": "p", "scope": "global"}]));
+    b.provider("p")
+        .add_simple_tool("good", "fine", &[])
+        .add_simple_tool("good", "duplicate", &[])
+        .add_simple_tool("has space", "bad name", &[])
+        .add_tool(spear_capabilities::ToolSpec::new(
+            "remote",
+            json!({"type": "object", "properties": {"a": {"$ref": "http://127.0.0.1:9/x"}}}),
+        ))
+        .add_tool(spear_capabilities::ToolSpec::new(
+            "stringy",
+            json!({"type": "string"}),
+        ))
+        .add_rejected("weird", "said by the provider");
+    let t = b.session(Arc::new(Auto)).begin_turn(implementation()).await;
+    let ids: Vec<_> = t
+        .shown()
+        .capabilities
+        .iter()
+        .map(|c| c.id.as_str())
+        .collect();
+    assert_eq!(ids, ["p/good"]);
+    let rejected: Vec<_> = b
+        .sink
+        .named("tool_rejected")
+        .iter()
+        .map(|r| r["tool"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(
+        rejected,
+        ["weird", "good", "has space", "remote", "stringy"]
+    );
+    assert_eq!(b.sink.named("provider_started")[0]["rejected_tools"], 5);
+}
+
+#[tokio::test]
+async fn closing_the_session_shuts_every_started_provider_down() {
+    let b = two();
+    let (notes, mail) = (b.provider("notes"), b.provider("mail"));
+    notes.add_simple_tool("get_note", "x", &[]);
+    mail.add_simple_tool("search", "x", &[]);
+    let s = b.session(Arc::new(Auto));
+    let t = s.begin_turn(implementation()).await;
+    assert_eq!(t.shown().exposure, Exposure::Whole);
+    s.close().await;
+    assert_eq!((notes.shutdown_count(), mail.shutdown_count()), (1, 1));
+    assert_eq!(b.sink.named("provider_stopped").len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn turns_of_different_sessions_run_at_once() {
+    let b = two();
+    let sessions: Vec<_> = (0..4).map(|_| b.session(Arc::new(Auto))).collect();
+    let turns =
+        futures::future::join_all(sessions.iter().map(|s| s.begin_turn(implementation()))).await;
+    let answers = futures::future::join_all(
+        turns
+            .iter()
+            .map(|t| t.answer("spear-capability invoke mail/search '{\"q\": \"z\"}'")),
+    )
+    .await;
+    assert!(
+        answers
+            .iter()
+            .all(|a| a.as_ref().is_some_and(|a| a.status == AnswerStatus::Ok))
+    );
+}
