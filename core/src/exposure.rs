@@ -89,8 +89,9 @@ pub struct ShownCapability {
 }
 
 impl ShownCapability {
-    /// The capability's one index line: id, class, one-line description.
-    pub fn index_line(&self) -> String {
+    /// The capability's one index line: id (padded to `width`), class,
+    /// one-line description.
+    pub fn index_line(&self, width: usize) -> String {
         let summary = one_line(
             self.title
                 .as_deref()
@@ -98,9 +99,14 @@ impl ShownCapability {
                 .map_or(&self.description, |t| t),
             MAX_INDEX_DESCRIPTION_CHARS,
         );
-        format!("  {}  {}  {}", self.id, self.class, summary)
-            .trim_end()
-            .to_owned()
+        format!(
+            "  {:<width$}  {:<5}  {}",
+            self.id,
+            self.class.to_string(),
+            summary
+        )
+        .trim_end()
+        .to_owned()
     }
 
     /// What `describe` prints: everything about the capability.
@@ -242,8 +248,9 @@ pub fn index_text(caps: &[ShownCapability]) -> String {
          spear-capability list    (this index again)\n{DATA_NOTE}\n\n",
         caps.len()
     );
+    let width = caps.iter().map(|c| c.id.len()).max().unwrap_or(0).min(48);
     for c in caps {
-        out.push_str(&c.index_line());
+        out.push_str(&c.index_line(width));
         out.push('\n');
     }
     out
