@@ -6,6 +6,58 @@
 //! ([`Turn::answer`]). A provider that cannot start, times out or fails is
 //! left out and recorded; the session's notices say so once; later turns are
 //! told it is unavailable by name.
+//!
+//! ```
+//! use std::path::Path;
+//! use std::sync::Arc;
+//! use spear_capabilities::{
+//!     AnswerStatus, Audit, Auto, Registry, Session, SessionOptions, TaskKind, TurnContext,
+//! };
+//! use spear_testkit::{MockConnector, MockProvider};
+//! # use spear_capabilities::{ConnectFuture, ConnectRequest, EntryProblem, Error, KindSettings, ProviderKind};
+//! # fn ok(_: &KindSettings) -> Vec<EntryProblem> { Vec::new() }
+//! # fn connect(r: ConnectRequest) -> ConnectFuture {
+//! #     Box::pin(async move { Err(Error::Start { provider: r.provider, reason: String::new(), stderr: String::new() }) })
+//! # }
+//! # spear_capabilities::inventory::submit! { ProviderKind { name: "mock", keys: &[], validate: ok, connect } }
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Error> {
+//! // SPEAR loads the registry once (here from text; usually Registry::load).
+//! let file = br#"{"providers": [
+//!     {"id": "notes", "kind": "mock", "scope": "corpus fw", "read": ["get_note"]}
+//! ]}"#;
+//! let registry = Registry::parse(file, Path::new("/etc/spear/capabilities.json"), &Audit::null())?;
+//!
+//! // A deployment starts providers with their kinds (the default connector);
+//! // here a mock provider stands in for the server.
+//! let (notes, script) = MockProvider::new("notes");
+//! script.add_simple_tool("get_note", "Read one note.", &["id"]);
+//! let connector = MockConnector::new();
+//! connector.add(notes);
+//!
+//! let session = Session::open(
+//!     Arc::new(registry),
+//!     SessionOptions::new("session-1", Arc::new(Auto)).with_connector(connector),
+//! );
+//! let turn = session
+//!     .begin_turn(TurnContext::new("/src/fw", TaskKind::Implementation).with_project("fw"))
+//!     .await;
+//! assert!(turn.shown().text.contains("notes/get_note (READ)"));
+//!
+//! // Every command line of the turn's terminal goes through `answer` first.
+//! assert_eq!(turn.answer("cargo test").await, None); // not ours: the shell runs it
+//! let answer = turn
+//!     .answer(r#"spear-capability invoke notes/get_note '{"id": "7"}'"#)
+//!     .await
+//!     .expect("ours: never handed to a shell");
+//! assert_eq!(answer.status, AnswerStatus::Ok);
+//! assert!(answer.text.starts_with("External content from provider `notes`"));
+//!
+//! assert!(session.take_notices().is_empty());
+//! session.close().await;
+//! # Ok(())
+//! # }
+//! ```
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
