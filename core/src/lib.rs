@@ -32,7 +32,7 @@ pub use provider::{
 pub use registry::{EntryProblem, ProviderEntry, RefusedEntry, Registry, TaskClass, WritePolicy};
 pub use scope::Scope;
 pub use selection::{Decision, Runtime, Selection, TaskKind, TurnContext, select};
-pub use session::{Answer, AnswerStatus, Session, SessionOptions, Turn};
+pub use session::{Answer, AnswerStatus, ProviderState, Session, SessionOptions, Turn};
 pub use tokens::{EstimatedTokens, TokenCounter};
 
 // Provider kinds need these at their registration site without naming the

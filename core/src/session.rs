@@ -192,21 +192,44 @@ struct Tool {
 struct Ready {
     provider: Arc<dyn Provider>,
     tools: Vec<Tool>,
+    started_in: Duration,
 }
 
 struct Slot {
     entry: ProviderEntry,
     started: tokio::sync::OnceCell<Result<Arc<Ready>, UnavailableReason>>,
-    failed: Mutex<Option<UnavailableReason>>,
+    /// Why it failed, short and in full; set once.
+    failed: Mutex<Option<(UnavailableReason, String)>>,
 }
 
 impl Slot {
     fn state(&self) -> Option<Result<Arc<Ready>, UnavailableReason>> {
-        if let Some(reason) = *lock(&self.failed) {
-            return Some(Err(reason));
+        if let Some((reason, _)) = &*lock(&self.failed) {
+            return Some(Err(*reason));
         }
         self.started.get().cloned()
     }
+}
+
+/// How a started provider is doing, for the deployment's operator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ProviderState {
+    /// Started and listed.
+    Ready {
+        /// How long start and listing took.
+        started_in: Duration,
+        /// How many usable tools it has.
+        tools: usize,
+    },
+    /// Left out of the session.
+    Unavailable {
+        /// The short category a turn is told.
+        reason: UnavailableReason,
+        /// The full reason (may carry the command, OS error and stderr): for
+        /// the operator only, never for a turn.
+        message: String,
+    },
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -374,6 +397,33 @@ impl Session {
         std::mem::take(&mut *lock(&self.inner.notices))
     }
 
+    /// The providers this session has started or tried to, in registry
+    /// order, with their state. For the operator: it may carry stderr.
+    pub fn provider_states(&self) -> Vec<(String, ProviderState)> {
+        let slots = lock(&self.inner.slots);
+        self.inner
+            .registry
+            .entries()
+            .iter()
+            .filter_map(|e| slots.get(&e.id))
+            .filter_map(|slot| {
+                let state = if let Some((reason, message)) = &*lock(&slot.failed) {
+                    ProviderState::Unavailable {
+                        reason: *reason,
+                        message: message.clone(),
+                    }
+                } else {
+                    let ready = slot.started.get()?.as_ref().ok()?;
+                    ProviderState::Ready {
+                        started_in: ready.started_in,
+                        tools: ready.tools.len(),
+                    }
+                };
+                Some((slot.entry.id.clone(), state))
+            })
+            .collect()
+    }
+
     /// Shuts down every started provider, concurrently.
     ///
     /// # Cancel safety
@@ -509,7 +559,11 @@ async fn start(inner: &Inner, entry: &ProviderEntry) -> Result<Ready, Error> {
         rejected_tools: rejected.len(),
         duration_ms: millis(began.elapsed()),
     });
-    Ok(Ready { provider, tools })
+    Ok(Ready {
+        provider,
+        tools,
+        started_in: began.elapsed(),
+    })
 }
 
 /// Records a provider's failure once: audit record, and one notice.
@@ -519,7 +573,7 @@ fn report_failure(inner: &Inner, slot: &Slot, reason: UnavailableReason, error: 
         if failed.is_some() {
             return;
         }
-        *failed = Some(reason);
+        *failed = Some((reason, error.to_string()));
     }
     inner.audit.emit(AuditEvent::ProviderFailed {
         provider: slot.entry.id.clone(),
@@ -602,6 +656,24 @@ impl Turn {
             Recognized::NotOurs => None,
             Recognized::Ours(parsed) => Some(self.answer_ours(command_line, parsed).await),
         }
+    }
+
+    /// Answers an already parsed command as if the turn had typed it (the
+    /// operator CLI's `invoke` uses this; the turn itself goes through
+    /// [`Turn::answer`]).
+    ///
+    /// # Cancel safety
+    /// As [`Turn::answer`].
+    pub async fn execute(&self, command: Command) -> Answer {
+        let line = match &command {
+            Command::List => "spear-capability list".to_owned(),
+            Command::Describe { id } => format!("spear-capability describe {id}"),
+            Command::Invoke { id, arguments } => format!(
+                "spear-capability invoke {id} {}",
+                Value::Object(arguments.clone())
+            ),
+        };
+        self.answer_ours(&line, Ok(command)).await
     }
 
     async fn answer_ours(

@@ -269,3 +269,29 @@ async fn turns_of_different_sessions_run_at_once() {
             .all(|a| a.as_ref().is_some_and(|a| a.status == AnswerStatus::Ok))
     );
 }
+
+#[tokio::test]
+async fn the_operator_sees_each_providers_state_with_the_full_reason() {
+    let b = two();
+    b.connector.fail_start("mail", MockFailure::Start);
+    let s = b.session(Arc::new(Auto));
+    assert!(
+        s.provider_states().is_empty(),
+        "nothing started before a turn"
+    );
+    s.begin_turn(implementation()).await;
+    let states = s.provider_states();
+    assert_eq!(states.len(), 2);
+    assert_eq!(states[0].0, "notes");
+    assert!(matches!(
+        states[0].1,
+        spear_capabilities::ProviderState::Ready { tools: 1, .. }
+    ));
+    match &states[1].1 {
+        spear_capabilities::ProviderState::Unavailable { reason, message } => {
+            assert_eq!(*reason, UnavailableReason::DidNotStart);
+            assert!(message.contains("mock stderr"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
