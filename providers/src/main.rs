@@ -2,22 +2,28 @@
 #![forbid(unsafe_code)]
 
 mod check;
+mod context;
+mod gateway;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-/// Check and inspect SPEAR's external capability providers.
+use context::ContextArgs;
+use gateway::{Confirm, Mode};
+
+/// Check and try SPEAR's external capability providers: what a turn is
+/// shown, and how SPEAR answers its `spear-capability` commands.
 #[derive(Debug, Parser)]
 #[command(name = "spear-capabilities", version)]
 struct Cli {
     #[command(subcommand)]
-    command: Command,
+    command: Cmd,
 }
 
 #[derive(Debug, Subcommand)]
-enum Command {
+enum Cmd {
     /// Validate a capabilities file: print each provider and every refusal.
     ///
     /// Exit status: 0 when every entry is valid, 1 when some are refused, 2
@@ -29,7 +35,60 @@ enum Command {
         /// The projects.json whose folder holds capabilities.json.
         #[arg(long, default_value = "projects.json")]
         projects: PathBuf,
-        /// Print JSON instead of text.
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Start what a turn would select; show each provider's state, each
+    /// capability and the exposure.
+    ///
+    /// Exit status: 0, or 2 when the registry cannot be read.
+    List {
+        #[command(flatten)]
+        context: ContextArgs,
+        /// Print the `shown` JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print exactly what a turn is shown, then answer each command as SPEAR
+    /// would (the --command values, else each line of standard input).
+    ///
+    /// Exit status: 0, or 2 when the registry cannot be read.
+    Turn {
+        #[command(flatten)]
+        context: ContextArgs,
+        /// The session's permission mode.
+        #[arg(long, value_enum, default_value_t = Mode::Ask)]
+        mode: Mode,
+        /// Answer every confirmation (ask mode) without asking.
+        #[arg(long, value_enum)]
+        confirm: Option<Confirm>,
+        /// A command line the turn types (repeatable).
+        #[arg(long = "command", value_name = "CMD")]
+        commands: Vec<String>,
+        /// Print JSON Lines instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One checked call through the full gateway.
+    ///
+    /// Exit status: 0 when the call succeeded, 1 when it was refused, failed
+    /// or its provider is unavailable, 2 on bad usage or an unreadable
+    /// registry.
+    Invoke {
+        /// The capability, `<provider>/<tool>`.
+        id: String,
+        /// The arguments, one JSON object (default `{}`).
+        arguments: Option<String>,
+        #[command(flatten)]
+        context: ContextArgs,
+        /// The session's permission mode.
+        #[arg(long, value_enum, default_value_t = Mode::Ask)]
+        mode: Mode,
+        /// Answer the confirmation (ask mode) without asking.
+        #[arg(long, value_enum)]
+        confirm: Option<Confirm>,
+        /// Print the `answer` JSON object instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -38,11 +97,44 @@ enum Command {
 fn main() -> ExitCode {
     spear_providers::link();
     let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("spear-capabilities: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
     match cli.command {
-        Command::Check {
+        Cmd::Check {
             file,
             projects,
             json,
         } => check::run(file, &projects, json),
+        Cmd::List { context, json } => runtime.block_on(gateway::list(&context, json)),
+        Cmd::Turn {
+            context,
+            mode,
+            confirm,
+            commands,
+            json,
+        } => runtime.block_on(gateway::turn(&context, mode, confirm, commands, json)),
+        Cmd::Invoke {
+            id,
+            arguments,
+            context,
+            mode,
+            confirm,
+            json,
+        } => runtime.block_on(gateway::invoke(
+            &context,
+            &id,
+            arguments.as_deref(),
+            mode,
+            confirm,
+            json,
+        )),
     }
 }

@@ -1,0 +1,106 @@
+//! The context flags every subcommand shares, and what they turn into.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::{Args, ValueEnum};
+use spear_capabilities::registry::{self, CAPABILITIES_FILE_VAR};
+use spear_capabilities::{Audit, JsonLinesSink, Registry, Runtime, TaskKind, TurnContext};
+
+/// Which turn to act as.
+#[derive(Debug, Args)]
+pub(crate) struct ContextArgs {
+    /// The capabilities file (default: $SPEAR_CAPABILITIES_FILE, else
+    /// capabilities.json beside --projects).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) capabilities: Option<PathBuf>,
+    /// The projects.json whose folder holds capabilities.json.
+    #[arg(long, value_name = "FILE", default_value = "projects.json")]
+    pub(crate) projects: PathBuf,
+    /// The turn's registered project (absent: an unregistered tree).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) project: Option<String>,
+    /// A family the project belongs to (repeatable).
+    #[arg(long = "family", value_name = "NAME")]
+    pub(crate) families: Vec<String>,
+    /// The turn's working tree (default: the current folder).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) tree: Option<PathBuf>,
+    /// What the turn is doing.
+    #[arg(long, value_enum, default_value_t = Task::Implementation)]
+    pub(crate) task: Task,
+    /// The runtime the turn runs on.
+    #[arg(long, value_enum, default_value_t = RuntimeArg::Current)]
+    pub(crate) runtime: RuntimeArg,
+    /// Append the audit trail to FILE as JSON Lines.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) audit: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum Task {
+    Implementation,
+    Mixed,
+    General,
+    StandardQuestion,
+    NormativePrepass,
+    ComplianceCheck,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum RuntimeArg {
+    Current,
+    Earlier,
+}
+
+impl ContextArgs {
+    /// The capabilities file these flags name.
+    pub(crate) fn file(&self) -> PathBuf {
+        self.capabilities.clone().unwrap_or_else(|| {
+            registry::locate(&self.projects, std::env::var_os(CAPABILITIES_FILE_VAR))
+        })
+    }
+
+    /// The audit handle: the file given, else none.
+    pub(crate) fn audit(&self) -> Result<Audit, String> {
+        match &self.audit {
+            None => Ok(Audit::null()),
+            Some(p) => JsonLinesSink::append(p)
+                .map(|s| Audit::new(Arc::new(s)))
+                .map_err(|e| format!("cannot open audit file {}: {e}", p.display())),
+        }
+    }
+
+    /// Loads the registry, auditing it.
+    pub(crate) fn registry(&self, audit: &Audit) -> Result<Registry, String> {
+        Registry::load(&self.file(), audit).map_err(|e| e.to_string())
+    }
+
+    /// The turn these flags describe.
+    pub(crate) fn turn(&self) -> TurnContext {
+        let tree = self
+            .tree
+            .clone()
+            .or_else(|| std::env::current_dir().ok())
+            .unwrap_or_default();
+        let task = match self.task {
+            Task::Implementation => TaskKind::Implementation,
+            Task::Mixed => TaskKind::Mixed,
+            Task::General => TaskKind::General,
+            Task::StandardQuestion => TaskKind::StandardQuestion,
+            Task::NormativePrepass => TaskKind::NormativePrepass,
+            Task::ComplianceCheck => TaskKind::ComplianceCheck,
+        };
+        let runtime = match self.runtime {
+            RuntimeArg::Current => Runtime::Current,
+            RuntimeArg::Earlier => Runtime::Earlier,
+        };
+        let mut turn = TurnContext::new(tree, task)
+            .with_families(self.families.iter().cloned())
+            .with_runtime(runtime);
+        if let Some(p) = &self.project {
+            turn = turn.with_project(p.clone());
+        }
+        turn
+    }
+}

@@ -1,0 +1,315 @@
+//! `turn`, `list` and `invoke`: the gateway as a turn meets it.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::ValueEnum;
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+use spear_capabilities::command::{CapabilityId, Command};
+use spear_capabilities::{
+    Answer, AnswerStatus, Ask, Auto, Exposure, PermissionMode, ProviderState, ReadOnly, Session,
+    SessionOptions, Shown, Turn, WriteRequest,
+};
+
+use crate::context::ContextArgs;
+
+/// The session's permission mode.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum Mode {
+    ReadOnly,
+    Ask,
+    Auto,
+}
+
+/// An answer to every confirmation, instead of asking.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum Confirm {
+    Yes,
+    No,
+}
+
+fn permission(mode: Mode, confirm: Option<Confirm>) -> Arc<dyn PermissionMode> {
+    match mode {
+        Mode::ReadOnly => Arc::new(ReadOnly),
+        Mode::Auto => Arc::new(Auto),
+        Mode::Ask => Arc::new(Ask::new(
+            move |req: WriteRequest| -> BoxFuture<'static, bool> {
+                Box::pin(async move {
+                    match confirm {
+                        Some(Confirm::Yes) => true,
+                        Some(Confirm::No) => false,
+                        None => tokio::task::spawn_blocking(move || ask_on_terminal(&req))
+                            .await
+                            .unwrap_or(false),
+                    }
+                })
+            },
+        )),
+    }
+}
+
+/// Asks the person at the controlling terminal; no terminal is a no.
+fn ask_on_terminal(req: &WriteRequest) -> bool {
+    let Ok(mut tty) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/tty")
+    else {
+        eprintln!(
+            "spear-capabilities: no terminal to ask on, so the WRITE {} is declined (use --confirm yes|no)",
+            req.capability
+        );
+        return false;
+    };
+    let _ = write!(
+        tty,
+        "Allow the WRITE {} with {}? [y/N] ",
+        req.capability, req.arguments
+    );
+    let mut line = String::new();
+    let _ = std::io::BufReader::new(tty).read_line(&mut line);
+    matches!(line.trim(), "y" | "Y" | "yes" | "Yes")
+}
+
+async fn open(
+    ctx: &ContextArgs,
+    mode: Arc<dyn PermissionMode>,
+) -> Result<(Session, Turn), ExitCode> {
+    let fail = |e: String| {
+        eprintln!("spear-capabilities: {e}");
+        ExitCode::from(2)
+    };
+    let audit = ctx.audit().map_err(fail)?;
+    let registry = ctx.registry(&audit).map_err(fail)?;
+    if let Some(n) = registry.notice() {
+        eprintln!("spear-capabilities: {n}");
+    }
+    let session = Session::open(
+        Arc::new(registry),
+        SessionOptions::new("cli", mode).with_audit(audit),
+    );
+    let progress = std::io::stderr().is_terminal();
+    if progress {
+        eprint!("starting providers…");
+    }
+    let turn = session.begin_turn(ctx.turn()).await;
+    if progress {
+        eprint!("\r\x1b[2K");
+    }
+    Ok((session, turn))
+}
+
+fn exposure_name(e: Exposure) -> &'static str {
+    match e {
+        Exposure::Whole => "whole",
+        Exposure::Index => "index",
+        Exposure::None => "none",
+    }
+}
+
+fn shown_json(shown: &Shown) -> Value {
+    json!({
+        "kind": "shown",
+        "exposure": exposure_name(shown.exposure),
+        "text": shown.text,
+        "capabilities": shown.capabilities.iter().map(|c| json!({"id": c.id, "class": c.class.to_string()})).collect::<Vec<_>>(),
+        "unavailable": shown.unavailable.iter().map(|u| json!({"provider": u.provider, "reason": u.reason.to_string()})).collect::<Vec<_>>(),
+    })
+}
+
+fn status_name(s: AnswerStatus) -> &'static str {
+    match s {
+        AnswerStatus::Ok => "ok",
+        AnswerStatus::Refused => "refused",
+        AnswerStatus::Unavailable => "unavailable",
+        AnswerStatus::Failed => "failed",
+    }
+}
+
+fn answer_json(command: &str, answer: Option<&Answer>) -> Value {
+    match answer {
+        None => json!({"kind": "answer", "command": command, "handled": false}),
+        Some(a) => json!({
+            "kind": "answer", "command": command, "handled": true,
+            "status": status_name(a.status), "text": a.text,
+        }),
+    }
+}
+
+fn print_notices(session: &Session, as_json: bool) {
+    for n in session.take_notices() {
+        if as_json {
+            println!("{}", json!({"kind": "notice", "text": n}));
+        } else {
+            println!("notice: {n}");
+        }
+    }
+}
+
+/// `turn`: what the turn is shown, then the answer to each command.
+pub(crate) async fn turn(
+    ctx: &ContextArgs,
+    mode: Mode,
+    confirm: Option<Confirm>,
+    commands: Vec<String>,
+    as_json: bool,
+) -> ExitCode {
+    let (session, turn) = match open(ctx, permission(mode, confirm)).await {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    let shown = turn.shown();
+    if as_json {
+        println!("{}", shown_json(shown));
+    } else {
+        println!(
+            "== what the turn is shown (exposure: {}) ==",
+            exposure_name(shown.exposure)
+        );
+        if shown.text.is_empty() {
+            println!("(nothing)");
+        } else {
+            print!("{}", with_newline(&shown.text));
+        }
+    }
+    print_notices(&session, as_json);
+    let commands = if commands.is_empty() {
+        std::io::stdin()
+            .lock()
+            .lines()
+            .map_while(Result::ok)
+            .filter(|l| !l.trim().is_empty())
+            .collect()
+    } else {
+        commands
+    };
+    for command in commands {
+        let answer = turn.answer(&command).await;
+        if as_json {
+            println!("{}", answer_json(&command, answer.as_ref()));
+        } else {
+            println!("\n$ {command}");
+            match &answer {
+                None => println!("(not a spear-capability command: the shell runs it)"),
+                Some(a) => print!("{}[{}]\n", with_newline(&a.text), status_name(a.status)),
+            }
+        }
+        print_notices(&session, as_json);
+        let _ = std::io::stdout().flush();
+    }
+    session.close().await;
+    ExitCode::SUCCESS
+}
+
+fn with_newline(text: &str) -> String {
+    if text.ends_with('\n') {
+        text.to_owned()
+    } else {
+        format!("{text}\n")
+    }
+}
+
+/// `list`: providers' states, then the capabilities and the exposure.
+pub(crate) async fn list(ctx: &ContextArgs, as_json: bool) -> ExitCode {
+    let (session, turn) = match open(ctx, Arc::new(ReadOnly)).await {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    let shown = turn.shown();
+    if as_json {
+        println!("{}", shown_json(shown));
+    } else {
+        println!("providers:");
+        let states = session.provider_states();
+        if states.is_empty() {
+            println!("  (none reaches this turn)");
+        }
+        for (id, state) in states {
+            match state {
+                ProviderState::Ready { started_in, tools } => {
+                    println!(
+                        "  {id}: ready in {} ms, {tools} tools",
+                        started_in.as_millis()
+                    );
+                }
+                ProviderState::Unavailable { reason, message } => {
+                    println!("  {id}: unavailable ({reason}): {message}");
+                }
+                _ => println!("  {id}: {state:?}"),
+            }
+        }
+        println!(
+            "exposure: {} ({} capabilities, about {} tokens of descriptions and schemas)",
+            exposure_name(shown.exposure),
+            shown.capabilities.len(),
+            shown.tokens
+        );
+        let width = shown
+            .capabilities
+            .iter()
+            .map(|c| c.id.len())
+            .max()
+            .unwrap_or(0);
+        for c in &shown.capabilities {
+            println!("{}", c.index_line(width));
+        }
+    }
+    session.close().await;
+    ExitCode::SUCCESS
+}
+
+/// `invoke`: one checked call through the full gateway.
+pub(crate) async fn invoke(
+    ctx: &ContextArgs,
+    id: &str,
+    arguments: Option<&str>,
+    mode: Mode,
+    confirm: Option<Confirm>,
+    as_json: bool,
+) -> ExitCode {
+    let usage = |msg: String| {
+        eprintln!("spear-capabilities: {msg}");
+        ExitCode::from(2)
+    };
+    let Some(id) = CapabilityId::parse(id) else {
+        return usage(format!(
+            "{id:?} is not a capability id; the form is <provider>/<tool>"
+        ));
+    };
+    let arguments = match arguments.map(serde_json::from_str::<Value>) {
+        None => serde_json::Map::new(),
+        Some(Ok(Value::Object(m))) => m,
+        Some(Ok(_)) => return usage("the arguments must be one JSON object".to_owned()),
+        Some(Err(e)) => return usage(format!("the arguments are not JSON: {e}")),
+    };
+    let (session, turn) = match open(ctx, permission(mode, confirm)).await {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    if turn.shown().exposure == Exposure::Index {
+        // The operator has nothing to read first: describe on their behalf.
+        turn.execute(Command::Describe { id: id.clone() }).await;
+    }
+    let answer = turn
+        .execute(Command::Invoke {
+            id: id.clone(),
+            arguments,
+        })
+        .await;
+    if as_json {
+        println!("{}", answer_json(&format!("invoke {id}"), Some(&answer)));
+    } else {
+        print!("{}", with_newline(&answer.text));
+    }
+    for n in session.take_notices() {
+        eprintln!("notice: {n}");
+    }
+    session.close().await;
+    if answer.status == AnswerStatus::Ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
