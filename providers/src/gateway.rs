@@ -193,7 +193,7 @@ pub(crate) async fn turn(
             println!("\n$ {command}");
             match &answer {
                 None => println!("(not a spear-capability command: the shell runs it)"),
-                Some(a) => print!("{}[{}]\n", with_newline(&a.text), status_name(a.status)),
+                Some(a) => println!("{}[{}]", with_newline(&a.text), status_name(a.status)),
             }
         }
         print_notices(&session, as_json);
