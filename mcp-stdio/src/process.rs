@@ -71,7 +71,10 @@ impl ServerProcess {
     /// A relative program path with a `/` in it is taken from `base_dir`, the
     /// capabilities file's folder; a bare name is looked up in `PATH`.
     pub(crate) fn spawn(config: &ServerConfig, base_dir: &Path) -> Result<(Self, Pipes), Failure> {
-        let program = Path::new(&config.command[0]);
+        let Some(program) = config.command.first() else {
+            return Err(Failure::Start("the command is empty".into()));
+        };
+        let program = Path::new(program);
         let program = if program.is_relative() && program.components().count() > 1 {
             base_dir.join(program)
         } else {
