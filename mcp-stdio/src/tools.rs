@@ -188,8 +188,8 @@ mod tests {
 
     #[test]
     fn every_schema_of_six_real_servers_compiles() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/real-tools");
-        let files = std::fs::read_dir(dir).expect("the captures are in the tree");
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../core/tests/data/real-tools");
+        let files = std::fs::read_dir(dir).expect("the captures core keeps for its own tests");
         let mut seen = 0;
         for file in files.flatten() {
             let text = std::fs::read_to_string(file.path()).expect("readable");
