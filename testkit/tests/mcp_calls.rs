@@ -194,3 +194,21 @@ async fn server_notifications_and_requests_interleaved_with_answers_are_handled(
     );
     stop(p).await;
 }
+
+#[tokio::test]
+async fn a_late_answer_to_an_abandoned_call_is_dropped_and_counted() {
+    let p = start(&[]).await;
+    let mut slow = serde_json::Map::new();
+    slow.insert("ms".into(), json!(300));
+    let gave_up = tokio::time::timeout(
+        Duration::from_millis(50),
+        p.call_tool(CallRequest::new("sleep", slow)),
+    )
+    .await;
+    assert!(gave_up.is_err());
+    // The single-threaded fixture answers the sleep first, then this call.
+    let r = p.call_tool(call("fail")).await.expect("answered");
+    assert!(r.is_error);
+    assert_eq!(p.stats().stray_answers, 1);
+    stop(p).await;
+}
