@@ -20,6 +20,20 @@ pub struct ServerConfig {
 }
 
 impl ServerConfig {
+    /// A server started as `command` (program first), with no extra variables.
+    pub fn new<S: Into<String>>(command: impl IntoIterator<Item = S>) -> Self {
+        Self {
+            command: command.into_iter().map(Into::into).collect(),
+            env: BTreeMap::new(),
+        }
+    }
+
+    /// Adds one variable to the server's environment.
+    pub fn with_env(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.insert(name.into(), value.into());
+        self
+    }
+
     /// Reads the settings of an entry, reporting every problem.
     ///
     /// # Errors

@@ -3,11 +3,37 @@
 //! It speaks MCP 2025-06-18 (initialize, tools/list, tools/call) to a child
 //! process over its stdin and stdout, and registers itself with the core as
 //! the kind `mcp-stdio`, the kind of every entry that names none.
+//!
+//! What it does that common clients miss: it refuses any other protocol
+//! version; it follows every page of `tools/list` with a guard against
+//! cursor cycles and caps on pages and tools; it bounds each line while
+//! reading it; it runs the server in its own process group and ends the whole
+//! group on shutdown and on drop, so a server started through `npx`, `uvx` or
+//! `sh -c` leaves nothing behind.
+//!
+//! It is not the gateway: selection, exposure and framing are the core's.
 #![forbid(unsafe_code)]
 
 pub mod config;
 
-use spear_capabilities::{ConnectFuture, ConnectRequest, Error, ProviderKind};
+mod client;
+mod codec;
+mod content;
+mod error;
+mod process;
+mod provider;
+mod tools;
+
+use std::sync::Arc;
+
+use spear_capabilities::{ConnectFuture, ConnectRequest, ProviderKind};
+
+pub use client::Stats;
+pub use codec::MAX_LINE;
+pub use config::ServerConfig;
+pub use process::STDERR_KEPT;
+pub use provider::{DEFAULT_TIMEOUT, McpProvider, Options, PROTOCOL_VERSION};
+pub use tools::{MAX_PAGES, MAX_TOOLS, check_input_schema};
 
 /// The kind's name in `capabilities.json`.
 pub const NAME: &str = "mcp-stdio";
@@ -24,10 +50,20 @@ spear_capabilities::inventory::submit! { KIND }
 
 fn connect(request: ConnectRequest) -> ConnectFuture {
     Box::pin(async move {
-        Err(Error::Start {
-            provider: request.provider,
-            reason: "the mcp-stdio client is not built yet".to_owned(),
-            stderr: String::new(),
-        })
+        let config = ServerConfig::from_settings(&request.settings).map_err(|problems| {
+            spear_capabilities::Error::Start {
+                provider: request.provider.clone(),
+                reason: problems
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; "),
+                stderr: String::new(),
+            }
+        })?;
+        let options = Options::default().with_timeout(request.timeout);
+        let provider =
+            McpProvider::start(&request.provider, &config, &request.base_dir, options).await?;
+        Ok(Arc::new(provider) as Arc<dyn spear_capabilities::Provider>)
     })
 }

@@ -5,10 +5,16 @@
 //!   records every call.
 //! - [`MockConnector`]: starts a session's providers as mocks, by id.
 //! - [`RecordingSink`]: an audit sink that keeps every record for assertions.
+//! - [`conformance`]: checks every provider implementation must pass.
+//! - [`procfs`]: what `/proc` says, to prove a server's processes are gone.
+//! - the binary `spear-fixture-server`: a scriptable MCP server over stdio
+//!   (`spear-fixture-server --help` lists what it can be told to do).
 #![forbid(unsafe_code)]
 
+pub mod conformance;
 mod connector;
 mod mock;
+pub mod procfs;
 mod recording;
 
 pub use connector::MockConnector;

@@ -1,0 +1,130 @@
+//! What can go wrong with one server, before it is named and given its stderr.
+
+use std::time::Duration;
+
+use spear_capabilities::Error;
+
+/// A failure of one server connection.
+///
+/// It carries neither the provider's id nor the server's stderr: those are
+/// added when it leaves the crate ([`Failure::into_error`]), so that the
+/// stderr tail is read at the moment the error is reported, not when the
+/// failure happened (a crashing server's last words may still be in the pipe).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum Failure {
+    /// The server could not be started or refused to start.
+    #[error("{0}")]
+    Start(String),
+    /// A request took longer than the entry's timeout.
+    #[error("timed out after {0:?}")]
+    Timeout(Duration),
+    /// The server said something MCP over stdio does not allow.
+    #[error("{0}")]
+    Protocol(String),
+    /// The server's process ended or its stdout closed.
+    #[error("{0}")]
+    Crashed(String),
+    /// The server answered one request with a JSON-RPC error.
+    #[error("error {code}: {message}")]
+    Rejected {
+        /// The JSON-RPC error code.
+        code: i64,
+        /// The server's message (untrusted text).
+        message: String,
+    },
+    /// The provider was shut down.
+    #[error("shut down")]
+    ShutDown,
+}
+
+impl Failure {
+    /// The core's error for this failure of provider `provider`, during a
+    /// call of `tool` (empty outside calls), with the server's `stderr` tail.
+    pub(crate) fn into_error(self, provider: &str, tool: &str, stderr: String) -> Error {
+        let provider = provider.to_owned();
+        match self {
+            Failure::Start(reason) => Error::Start {
+                provider,
+                reason,
+                stderr,
+            },
+            Failure::Timeout(after) => Error::Timeout {
+                provider,
+                after,
+                stderr,
+            },
+            Failure::Protocol(message) => Error::Protocol {
+                provider,
+                message,
+                stderr,
+            },
+            Failure::Crashed(status) => Error::Crashed {
+                provider,
+                status,
+                stderr,
+            },
+            Failure::Rejected { code, message } if !tool.is_empty() => Error::CallRejected {
+                provider,
+                tool: tool.to_owned(),
+                code,
+                message,
+            },
+            // Outside a tool call an error answer means the server cannot do
+            // what every MCP server must (initialize, list its tools).
+            Failure::Rejected { code, message } => Error::Protocol {
+                provider,
+                message: format!("the server answered with error {code}: {message}"),
+                stderr,
+            },
+            Failure::ShutDown => Error::ShutDown { provider },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use spear_capabilities::UnavailableReason;
+
+    #[test]
+    fn a_rejected_call_names_the_tool_and_keeps_the_provider_available() {
+        let e = Failure::Rejected {
+            code: -32602,
+            message: "bad".into(),
+        }
+        .into_error("t", "echo", "ignored".into());
+        assert_eq!(
+            e.to_string(),
+            "provider `t` refused the call to `echo`: error -32602: bad"
+        );
+        assert_eq!(e.unavailable_reason(), None);
+    }
+
+    #[test]
+    fn a_rejected_listing_is_a_protocol_fault() {
+        let e = Failure::Rejected {
+            code: -32601,
+            message: "no tools".into(),
+        }
+        .into_error("t", "", "log".into());
+        assert_eq!(
+            e.unavailable_reason(),
+            Some(UnavailableReason::ProtocolError)
+        );
+        assert_eq!(
+            e.to_string(),
+            "provider `t` broke the protocol: the server answered with error -32601: no tools; stderr ends with: log"
+        );
+    }
+
+    #[test]
+    fn process_failures_carry_the_stderr_tail() {
+        let e = Failure::Crashed("exit status: 3".into()).into_error("t", "x", "boom\n".into());
+        assert_eq!(
+            e.to_string(),
+            "provider `t` exited (exit status: 3); stderr ends with: boom"
+        );
+        let e = Failure::Timeout(Duration::from_secs(2)).into_error("t", "", String::new());
+        assert!(matches!(e, Error::Timeout { after, .. } if after == Duration::from_secs(2)));
+    }
+}

@@ -1,0 +1,281 @@
+//! The server's process: spawn, stderr ring, shutdown of the whole group.
+//!
+//! Child-process hygiene lives here and nowhere else. The server runs in its
+//! own process group so that shutdown and drop reach everything it started
+//! (`npx`, `uvx` and `sh -c` put the real server one or two levels down);
+//! tokio's `kill_on_drop` alone reaches only the direct child.
+
+use std::collections::VecDeque;
+use std::path::Path;
+use std::process::{ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rustix::process::{Pid, Signal, kill_process_group, test_kill_process_group};
+use tokio::io::AsyncReadExt;
+use tokio::process::{ChildStdin, ChildStdout, Command};
+use tokio::sync::watch;
+use tokio::time::{Instant, sleep, timeout};
+
+use crate::config::ServerConfig;
+use crate::error::Failure;
+
+/// How much of the server's stderr is kept for error messages.
+pub const STDERR_KEPT: usize = 64 * 1024;
+
+/// The last bytes a server wrote to stderr.
+#[derive(Debug, Default)]
+pub(crate) struct StderrRing {
+    bytes: Mutex<VecDeque<u8>>,
+}
+
+impl StderrRing {
+    fn push(&self, chunk: &[u8]) {
+        let mut bytes = self.bytes.lock().unwrap_or_else(|p| p.into_inner());
+        let chunk = &chunk[chunk.len().saturating_sub(STDERR_KEPT)..];
+        let overflow = (bytes.len() + chunk.len()).saturating_sub(STDERR_KEPT);
+        bytes.drain(..overflow);
+        bytes.extend(chunk);
+    }
+
+    /// What is kept, as text.
+    pub(crate) fn tail(&self) -> String {
+        let mut bytes = self.bytes.lock().unwrap_or_else(|p| p.into_inner());
+        String::from_utf8_lossy(bytes.make_contiguous()).into_owned()
+    }
+}
+
+/// A running server. Dropping it kills its process group.
+#[derive(Debug)]
+pub(crate) struct ServerProcess {
+    pgid: Pid,
+    exit: watch::Receiver<Option<ExitStatus>>,
+    stderr: Arc<StderrRing>,
+    stderr_done: watch::Receiver<bool>,
+    /// Set once shutdown has ended the group, so that drop does not signal a
+    /// process group id the system may since have given to someone else.
+    ended: AtomicBool,
+}
+
+/// The pipes the connection speaks over.
+#[derive(Debug)]
+pub(crate) struct Pipes {
+    pub(crate) stdin: ChildStdin,
+    pub(crate) stdout: ChildStdout,
+}
+
+impl ServerProcess {
+    /// Starts `config`'s command with only `PATH`, `HOME` and its `env`.
+    ///
+    /// A relative program path with a `/` in it is taken from `base_dir`, the
+    /// capabilities file's folder; a bare name is looked up in `PATH`.
+    pub(crate) fn spawn(config: &ServerConfig, base_dir: &Path) -> Result<(Self, Pipes), Failure> {
+        let Some(program) = config.command.first() else {
+            return Err(Failure::Start("the command is empty".into()));
+        };
+        let program = Path::new(program);
+        let program = if program.is_relative() && program.components().count() > 1 {
+            base_dir.join(program)
+        } else {
+            program.to_path_buf()
+        };
+        let mut command = Command::new(&program);
+        command.args(&config.command[1..]).env_clear();
+        for name in ["PATH", "HOME"] {
+            if let Some(value) = std::env::var_os(name) {
+                command.env(name, value);
+            }
+        }
+        command
+            .envs(&config.env)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        let mut child = command
+            .spawn()
+            .map_err(|e| Failure::Start(format!("cannot start `{}`: {e}", program.display())))?;
+        let (Some(stdin), Some(stdout), Some(mut stderr), Some(pid)) = (
+            child.stdin.take(),
+            child.stdout.take(),
+            child.stderr.take(),
+            child.id().and_then(|id| Pid::from_raw(id as i32)),
+        ) else {
+            return Err(Failure::Start("the server's pipes were not set up".into()));
+        };
+        let ring = Arc::new(StderrRing::default());
+        let (done_tx, stderr_done) = watch::channel(false);
+        let sink = Arc::clone(&ring);
+        // Drained all the time: a server blocked on a full stderr pipe would
+        // stop answering on stdout.
+        tokio::spawn(async move {
+            let mut chunk = vec![0; 16 * 1024];
+            while let Ok(n @ 1..) = stderr.read(&mut chunk).await {
+                sink.push(&chunk[..n]);
+            }
+            let _ = done_tx.send(true);
+        });
+        let (exit_tx, exit) = watch::channel(None);
+        // Owns the child and reaps it as soon as it ends.
+        tokio::spawn(async move {
+            if let Ok(status) = child.wait().await {
+                let _ = exit_tx.send(Some(status));
+            }
+        });
+        let process = ServerProcess {
+            pgid: pid,
+            exit,
+            stderr: ring,
+            stderr_done,
+            ended: AtomicBool::new(false),
+        };
+        Ok((process, Pipes { stdin, stdout }))
+    }
+
+    /// The server's pid, which is also its process group id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.pgid.as_raw_nonzero().get() as u32
+    }
+
+    /// What the server wrote to stderr last.
+    pub(crate) fn stderr_tail(&self) -> String {
+        self.stderr.tail()
+    }
+
+    /// How the server's own process ended, waiting up to `within` for it.
+    pub(crate) async fn exit_status(&self, within: Duration) -> Option<ExitStatus> {
+        let mut exit = self.exit.clone();
+        let status = timeout(within, exit.wait_for(Option::is_some)).await;
+        status.ok()?.ok().and_then(|s| *s)
+    }
+
+    /// Waits up to `within` for stderr to reach its end, so that an error
+    /// about a dying server carries its last words.
+    pub(crate) async fn stderr_settled(&self, within: Duration) {
+        let mut done = self.stderr_done.clone();
+        let _ = timeout(within, done.wait_for(|d| *d)).await;
+    }
+
+    /// Ends the server after its stdin was closed: waits `grace` for it to
+    /// leave, signals the group to terminate, waits `term_grace`, kills what
+    /// is left, and reaps the server.
+    pub(crate) async fn stop(&self, grace: Duration, term_grace: Duration) {
+        self.exit_status(grace).await;
+        if self.group_alive() {
+            let _ = kill_process_group(self.pgid, Signal::TERM);
+            let deadline = Instant::now() + term_grace;
+            while self.group_alive() && Instant::now() < deadline {
+                sleep(Duration::from_millis(10)).await;
+            }
+            if self.group_alive() {
+                let _ = kill_process_group(self.pgid, Signal::KILL);
+            }
+        }
+        // The reaper task collects the server; wait for it so no zombie is
+        // left behind once stop returns.
+        self.exit_status(Duration::from_secs(5)).await;
+        self.ended.store(true, Ordering::SeqCst);
+    }
+
+    fn group_alive(&self) -> bool {
+        test_kill_process_group(self.pgid).is_ok()
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        // Synchronous on purpose: no task may be spawned here, and the
+        // runtime may be gone. The reaper task (or tokio's orphan queue, if
+        // the runtime is shutting down) collects the leader.
+        if !self.ended.load(Ordering::SeqCst) {
+            let _ = kill_process_group(self.pgid, Signal::KILL);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ring_keeps_only_the_last_bytes() {
+        let ring = StderrRing::default();
+        ring.push(b"hello ");
+        ring.push(b"world");
+        assert_eq!(ring.tail(), "hello world");
+        ring.push(&vec![b'x'; STDERR_KEPT - 3]);
+        let tail = ring.tail();
+        assert_eq!(tail.len(), STDERR_KEPT);
+        assert!(tail.starts_with("rldxxx"), "{}", &tail[..10]);
+        ring.push(&vec![b'y'; 3 * STDERR_KEPT]);
+        assert_eq!(ring.tail(), "y".repeat(STDERR_KEPT));
+    }
+
+    fn config(command: &[&str]) -> ServerConfig {
+        let Some(serde_json::Value::Object(settings)) =
+            Some(serde_json::json!({ "command": command }))
+        else {
+            unreachable!()
+        };
+        ServerConfig::from_settings(&settings).expect("valid")
+    }
+
+    #[tokio::test]
+    async fn a_missing_program_names_the_command_and_the_os_error() {
+        let err = ServerProcess::spawn(&config(&["/nonexistent/server"]), Path::new("/"))
+            .expect_err("cannot start");
+        let Failure::Start(reason) = err else {
+            panic!("{err:?}")
+        };
+        assert!(
+            reason.starts_with("cannot start `/nonexistent/server`: No such file or directory"),
+            "{reason}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_relative_program_path_is_taken_from_the_base_dir() {
+        let err = ServerProcess::spawn(&config(&["bin/srv"]), Path::new("/opt/caps"))
+            .expect_err("cannot start");
+        assert!(
+            matches!(&err, Failure::Start(r) if r.starts_with("cannot start `/opt/caps/bin/srv`")),
+            "{err:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn stop_terminates_a_group_that_ignores_its_stdin() {
+        let (process, pipes) = ServerProcess::spawn(
+            &config(&["sh", "-c", "sleep 30 & sleep 30; wait"]),
+            Path::new("/"),
+        )
+        .expect("spawned");
+        drop(pipes);
+        let started = Instant::now();
+        process
+            .stop(Duration::from_millis(100), Duration::from_secs(2))
+            .await;
+        assert!(!process.group_alive() || only_zombies(process.pid()));
+        let status = process.exit_status(Duration::ZERO).await.expect("reaped");
+        assert_eq!(status.to_string(), "signal: 15 (SIGTERM)");
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
+    /// Orphans go to pid 1, which in some containers never reaps them:
+    /// a zombie there has ended, it is just not collected.
+    fn only_zombies(pgid: u32) -> bool {
+        let Ok(dir) = std::fs::read_dir("/proc") else {
+            return false;
+        };
+        dir.flatten().all(|e| {
+            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+            let Some((_, rest)) = stat.rsplit_once(')') else {
+                return true;
+            };
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            fields.get(2) != Some(&pgid.to_string().as_str()) || fields[0] == "Z"
+        })
+    }
+}

@@ -1,0 +1,273 @@
+//! [`McpProvider`]: a started, initialized MCP server as a [`Provider`].
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+use spear_capabilities::{CallRequest, CallResult, Error, Provider, ProviderInfo, ToolList};
+use tokio::sync::Mutex;
+
+use crate::client::{Connection, Stats};
+use crate::codec::MAX_LINE;
+use crate::config::ServerConfig;
+use crate::error::Failure;
+use crate::process::ServerProcess;
+use crate::tools::{MAX_PAGES, MAX_TOOLS, sort_out};
+use crate::{NAME, content};
+
+/// The only protocol version spoken; a server answering another is refused.
+pub const PROTOCOL_VERSION: &str = "2025-06-18";
+/// How long one request may take when the entry gives no timeout.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How a provider is run: its limits and the pace of its shutdown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Options {
+    /// How long one request may take.
+    pub timeout: Duration,
+    /// The longest line accepted from the server.
+    pub max_line: usize,
+    /// How long shutdown waits for the server to leave after its stdin closes.
+    pub grace: Duration,
+    /// How long shutdown waits after asking the group to terminate, before
+    /// killing it.
+    pub term_grace: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            timeout: DEFAULT_TIMEOUT,
+            max_line: MAX_LINE,
+            grace: Duration::from_secs(2),
+            term_grace: Duration::from_secs(2),
+        }
+    }
+}
+
+impl Options {
+    /// Sets the request timeout.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Sets the line bound.
+    pub fn with_max_line(mut self, max_line: usize) -> Self {
+        self.max_line = max_line;
+        self
+    }
+
+    /// Sets both shutdown waits.
+    pub fn with_grace(mut self, grace: Duration, term_grace: Duration) -> Self {
+        self.grace = grace;
+        self.term_grace = term_grace;
+        self
+    }
+}
+
+/// A running MCP server over stdio.
+///
+/// Dropping it without [`Provider::shutdown`] still kills its whole process
+/// group (synchronously, with `SIGKILL`).
+#[derive(Debug)]
+pub struct McpProvider {
+    id: String,
+    connection: Connection,
+    process: Arc<ServerProcess>,
+    server: (String, String),
+    options: Options,
+    stopped: Mutex<bool>,
+}
+
+impl McpProvider {
+    /// Starts the server `config` names and completes the MCP handshake.
+    ///
+    /// # Errors
+    /// [`Error::Start`] when the command cannot be spawned or refuses to
+    /// initialize; [`Error::Protocol`] when it answers another protocol
+    /// version or breaks the framing; [`Error::Timeout`] or
+    /// [`Error::Crashed`] when it does not answer. The server is stopped.
+    ///
+    /// # Cancel safety
+    /// Dropping the future kills the server's process group.
+    pub async fn start(
+        id: &str,
+        config: &ServerConfig,
+        base_dir: &Path,
+        options: Options,
+    ) -> Result<McpProvider, Error> {
+        let (process, pipes) = ServerProcess::spawn(config, base_dir)
+            .map_err(|f| f.into_error(id, "", String::new()))?;
+        let process = Arc::new(process);
+        let connection = Connection::start(
+            pipes,
+            Arc::clone(&process),
+            options.timeout,
+            options.max_line,
+        );
+        let mut provider = McpProvider {
+            id: id.to_owned(),
+            connection,
+            process,
+            server: Default::default(),
+            options,
+            stopped: Mutex::new(false),
+        };
+        match provider.initialize().await {
+            Ok(server) => {
+                provider.server = server;
+                Ok(provider)
+            }
+            Err(failure) => {
+                let error = provider.error(failure, "");
+                let _ = provider.shutdown().await;
+                Err(error)
+            }
+        }
+    }
+
+    async fn initialize(&self) -> Result<(String, String), Failure> {
+        let params = json!({
+            "protocolVersion": PROTOCOL_VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": "spear-capabilities", "version": env!("CARGO_PKG_VERSION")},
+        });
+        let answer = match self.connection.request("initialize", params).await {
+            Err(Failure::Rejected { code, message }) => {
+                return Err(Failure::Start(format!(
+                    "the server refused to initialize: error {code}: {message}"
+                )));
+            }
+            answer => answer?,
+        };
+        let version = answer.get("protocolVersion").and_then(Value::as_str);
+        if version != Some(PROTOCOL_VERSION) {
+            let version = version.map_or("none".to_owned(), |v| format!("{v:?}"));
+            let failure = Failure::Protocol(format!(
+                "the server speaks MCP protocol version {version}; only {PROTOCOL_VERSION:?} is supported"
+            ));
+            self.connection.fail(failure.clone());
+            return Err(failure);
+        }
+        // Before any other request, as the protocol requires.
+        self.connection.notify("notifications/initialized", None);
+        let info = &answer["serverInfo"];
+        let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+        Ok((text(&info["name"]), text(&info["version"])))
+    }
+
+    /// What the connection saw besides answers: junk lines, notifications,
+    /// server requests, stray answers.
+    pub fn stats(&self) -> Stats {
+        self.connection.stats()
+    }
+
+    /// The server's pid, which is also its process group id.
+    pub fn pid(&self) -> u32 {
+        self.process.pid()
+    }
+
+    fn error(&self, failure: Failure, tool: &str) -> Error {
+        failure.into_error(&self.id, tool, self.process.stderr_tail())
+    }
+
+    async fn list_pages(&self) -> Result<ToolList, Failure> {
+        let mut offered = Vec::new();
+        let mut seen = HashSet::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..MAX_PAGES {
+            let params = match &cursor {
+                Some(c) => json!({ "cursor": c }),
+                None => json!({}),
+            };
+            let mut page = self.connection.request("tools/list", params).await?;
+            let Some(Value::Array(tools)) = page.get_mut("tools").map(Value::take) else {
+                return Err(Failure::Protocol(
+                    "a tools/list page has no tools array".into(),
+                ));
+            };
+            offered.extend(tools);
+            if offered.len() > MAX_TOOLS {
+                return Err(Failure::Protocol(format!(
+                    "the server offers more than {MAX_TOOLS} tools"
+                )));
+            }
+            cursor = match page.get("nextCursor") {
+                None | Some(Value::Null) => return Ok(sort_out(offered)),
+                Some(Value::String(next)) => Some(next.clone()),
+                Some(_) => return Err(Failure::Protocol("a nextCursor is not a string".into())),
+            };
+            if let Some(next) = &cursor
+                && !seen.insert(next.clone())
+            {
+                return Err(Failure::Protocol(format!(
+                    "tools/list repeated the cursor {:?}, which would never end",
+                    next.chars().take(64).collect::<String>()
+                )));
+            }
+        }
+        Err(Failure::Protocol(format!(
+            "tools/list goes on past {MAX_PAGES} pages"
+        )))
+    }
+
+    async fn call(&self, request: CallRequest) -> Result<CallResult, Failure> {
+        let params = json!({"name": request.tool, "arguments": request.arguments});
+        let answer = self.connection.request("tools/call", params).await?;
+        content::call_result(answer).map_err(Failure::Protocol)
+    }
+}
+
+#[async_trait]
+impl Provider for McpProvider {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn describe(&self) -> ProviderInfo {
+        let stats = self.stats();
+        let mut info = ProviderInfo::new(NAME)
+            .with_detail("pid", self.pid().to_string())
+            .with_detail("server", &self.server.0)
+            .with_detail("server_version", &self.server.1)
+            .with_detail("protocol", PROTOCOL_VERSION)
+            .with_detail("junk_lines", stats.junk_lines.to_string())
+            .with_detail("notifications", stats.notifications.to_string())
+            .with_detail("server_requests", stats.server_requests.to_string())
+            .with_detail("stray_answers", stats.stray_answers.to_string());
+        if let Some(junk) = stats.last_junk {
+            info = info.with_detail("last_junk", junk);
+        }
+        if let Some(failure) = self.connection.failure() {
+            info = info.with_detail("failed", failure.to_string());
+        }
+        info
+    }
+
+    async fn list_tools(&self) -> Result<ToolList, Error> {
+        self.list_pages().await.map_err(|f| self.error(f, ""))
+    }
+
+    async fn call_tool(&self, request: CallRequest) -> Result<CallResult, Error> {
+        let tool = request.tool.clone();
+        self.call(request).await.map_err(|f| self.error(f, &tool))
+    }
+
+    async fn shutdown(&self) -> Result<(), Error> {
+        let mut stopped = self.stopped.lock().await;
+        if !*stopped {
+            self.connection.fail(Failure::ShutDown);
+            self.connection.close();
+            self.process
+                .stop(self.options.grace, self.options.term_grace)
+                .await;
+            *stopped = true;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,440 @@
+//! `spear-fixture-server`: a tiny, scriptable MCP 2025-06-18 server over stdio.
+//!
+//! Single-threaded with blocking stdio and no runtime, so that it is fast and
+//! predictable, both for the mcp-stdio tests and as the server of the
+//! benchmarks. Misbehaviour is chosen by flags (see `USAGE`).
+#![forbid(unsafe_code)]
+
+use std::collections::VecDeque;
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufRead, Write};
+use std::process::{Command, Stdio, exit};
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+const USAGE: &str = "usage: spear-fixture-server [flags]
+  --version V           protocolVersion to answer (default 2025-06-18)
+  --tools N             also offer N tools gen_0 .. gen_{N-1}
+  --page-size K         tools per tools/list page (default: one page)
+  --cursor-cycle        the last page's nextCursor repeats an earlier cursor
+  --bad-tools           also offer a bad name, a duplicate and unusable schemas
+  --silent              read everything, answer nothing
+  --junk                write logs, non-JSON-RPC JSON and blank lines before
+                        every message, and end messages with CRLF
+  --stderr-bytes N      write N bytes to stderr before answering initialize
+  --huge-line N         answer tools/list with one line of N bytes
+  --batch               answer initialize inside a JSON array
+  --exit-at-start CODE  say so on stderr and exit with CODE
+  --grandchild          start `sleep 3600` in the same process group
+  --linger              keep running after stdin closes
+  --chatty              before answering a call, send notifications and the
+                        requests ping and roots/list, and wait for the answers
+  --notify-after-init   send notifications/tools/list_changed after initialized
+  --gather N            hold tools/call requests until N are in, then answer
+                        them in reverse order
+  --log FILE            append every line received to FILE
+
+tools: echo {text}, fail, reject, mixed, env, sleep {ms}, hang, crash, stray";
+
+#[derive(Default)]
+struct Opts {
+    version: Option<String>,
+    tools: usize,
+    page_size: Option<usize>,
+    cursor_cycle: bool,
+    bad_tools: bool,
+    silent: bool,
+    junk: bool,
+    stderr_bytes: usize,
+    huge_line: Option<usize>,
+    batch: bool,
+    grandchild: bool,
+    linger: bool,
+    chatty: bool,
+    notify_after_init: bool,
+    gather: usize,
+    log: Option<File>,
+}
+
+fn parse() -> Opts {
+    let mut o = Opts::default();
+    let mut args = std::env::args().skip(1);
+    let mut exit_code = None;
+    while let Some(flag) = args.next() {
+        let mut value = || {
+            args.next()
+                .unwrap_or_else(|| die(&format!("{flag} needs a value")))
+        };
+        let number = |v: String| v.parse::<usize>().unwrap_or_else(|_| die(USAGE));
+        match flag.as_str() {
+            "--version" => o.version = Some(value()),
+            "--tools" => o.tools = number(value()),
+            "--page-size" => o.page_size = Some(number(value()).max(1)),
+            "--cursor-cycle" => o.cursor_cycle = true,
+            "--bad-tools" => o.bad_tools = true,
+            "--silent" => o.silent = true,
+            "--junk" => o.junk = true,
+            "--stderr-bytes" => o.stderr_bytes = number(value()),
+            "--huge-line" => o.huge_line = Some(number(value())),
+            "--batch" => o.batch = true,
+            "--exit-at-start" => exit_code = Some(number(value()) as i32),
+            "--grandchild" => o.grandchild = true,
+            "--linger" => o.linger = true,
+            "--chatty" => o.chatty = true,
+            "--notify-after-init" => o.notify_after_init = true,
+            "--gather" => o.gather = number(value()),
+            "--log" => {
+                let path = value();
+                o.log = Some(
+                    OpenOptions::new()
+                        .create(true)
+                        .append(true)
+                        .open(&path)
+                        .unwrap_or_else(|e| die(&format!("cannot open {path}: {e}"))),
+                );
+            }
+            "--help" => {
+                println!("{USAGE}");
+                exit(0);
+            }
+            _ => die(USAGE),
+        }
+    }
+    if let Some(code) = exit_code {
+        eprintln!("fixture: exiting at start with {code}");
+        exit(code);
+    }
+    o
+}
+
+fn die(message: &str) -> ! {
+    eprintln!("fixture: {message}");
+    exit(2)
+}
+
+struct Server {
+    o: Opts,
+    input: io::StdinLock<'static>,
+    out: io::BufWriter<io::StdoutLock<'static>>,
+    /// Client messages read while waiting for something else.
+    queue: VecDeque<Value>,
+    initialized: bool,
+    held: Vec<(Value, Map<String, Value>)>,
+    /// Built once: a paged listing must not rebuild it for every page.
+    tools: Vec<Value>,
+}
+
+fn main() {
+    let o = parse();
+    eprintln!("fixture: pid {}", std::process::id());
+    if o.grandchild {
+        let spawned = Command::new("sleep")
+            .arg("3600")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn();
+        match spawned {
+            Ok(child) => eprintln!("fixture: grandchild {}", child.id()),
+            Err(e) => die(&format!("cannot start the grandchild: {e}")),
+        }
+    }
+    let mut s = Server {
+        o,
+        input: io::stdin().lock(),
+        out: io::BufWriter::with_capacity(64 * 1024, io::stdout().lock()),
+        queue: VecDeque::new(),
+        initialized: false,
+        held: Vec::new(),
+        tools: Vec::new(),
+    };
+    s.tools = s.tools();
+    while let Some(message) = s.next_message() {
+        if !s.o.silent {
+            s.handle(message);
+        }
+    }
+    if s.o.linger {
+        loop {
+            std::thread::sleep(Duration::from_secs(3600));
+        }
+    }
+}
+
+impl Server {
+    /// The next client message, or `None` when stdin closes.
+    fn next_message(&mut self) -> Option<Value> {
+        if let Some(m) = self.queue.pop_front() {
+            return Some(m);
+        }
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            if self.input.read_until(b'\n', &mut line).ok()? == 0 {
+                return None;
+            }
+            if let Some(log) = &mut self.o.log {
+                let _ = log.write_all(&line);
+            }
+            let text = line.strip_suffix(b"\n").unwrap_or(&line);
+            if text.is_empty() || text == b"\r" {
+                // Some SDKs end the session on a blank line; so does this one.
+                die("blank line from the client");
+            }
+            match serde_json::from_slice(text) {
+                Ok(v) => return Some(v),
+                Err(e) => eprintln!("fixture: not JSON from the client: {e}"),
+            }
+        }
+    }
+
+    fn send(&mut self, message: &Value) {
+        if self.o.junk {
+            let _ = self.out.write_all(
+                b"fixture log: about to answer\n{\"level\":\"info\",\"msg\":\"not json-rpc\"}\n\n",
+            );
+        }
+        let _ = serde_json::to_writer(&mut self.out, message);
+        let end: &[u8] = if self.o.junk { b"\r\n" } else { b"\n" };
+        let _ = self.out.write_all(end);
+        if self.out.flush().is_err() {
+            exit(0);
+        }
+    }
+
+    fn answer(&mut self, id: Value, result: Value) {
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "result": result}));
+    }
+
+    fn error(&mut self, id: Value, code: i64, message: &str) {
+        self.send(
+            &json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}),
+        );
+    }
+
+    fn handle(&mut self, m: Value) {
+        let method = m["method"].as_str().unwrap_or_default().to_owned();
+        let Some(id) = m.get("id").cloned() else {
+            if method == "notifications/initialized" {
+                self.initialized = true;
+                if self.o.notify_after_init {
+                    self.send(
+                        &json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}),
+                    );
+                }
+            }
+            return;
+        };
+        if m.get("method").is_none() {
+            return; // an answer to a request of ours, arriving late
+        }
+        if method == "initialize" {
+            return self.initialize(id);
+        }
+        if !self.initialized {
+            return self.error(id, -32002, "request before notifications/initialized");
+        }
+        match method.as_str() {
+            "tools/list" => self.list(id, &m["params"]),
+            "tools/call" => {
+                let params = m["params"].as_object().cloned().unwrap_or_default();
+                if self.o.gather > 0 {
+                    self.held.push((id, params));
+                    if self.held.len() >= self.o.gather {
+                        while let Some((id, params)) = self.held.pop() {
+                            self.call(id, params);
+                        }
+                    }
+                } else {
+                    self.call(id, params);
+                }
+            }
+            "ping" => self.answer(id, json!({})),
+            _ => self.error(id, -32601, "method not found"),
+        }
+    }
+
+    fn initialize(&mut self, id: Value) {
+        let mut spew = self.o.stderr_bytes;
+        let chunk = [b'e'; 64 * 1024];
+        let mut err = io::stderr().lock();
+        while spew > 0 {
+            let n = spew.min(chunk.len());
+            let _ = err.write_all(&chunk[..n]);
+            spew -= n;
+        }
+        let _ = err.write_all(b"\nfixture: stderr spew done\n");
+        drop(err);
+        let version = self
+            .o
+            .version
+            .clone()
+            .unwrap_or_else(|| "2025-06-18".into());
+        let answer = json!({"jsonrpc": "2.0", "id": id, "result": {
+            "protocolVersion": version,
+            "capabilities": {"tools": {"listChanged": true}},
+            "serverInfo": {"name": "spear-fixture-server", "version": env!("CARGO_PKG_VERSION")},
+            "instructions": "a test server",
+        }});
+        if self.o.batch {
+            self.send(&json!([answer]));
+        } else {
+            self.send(&answer);
+        }
+    }
+
+    fn tools(&self) -> Vec<Value> {
+        let obj = |props: Value| json!({"type": "object", "properties": props});
+        let text = json!({"text": {"type": "string"}});
+        let mut tools = vec![
+            json!({"name": "echo", "description": "Echoes its text", "inputSchema": obj(text), "execution": {"taskSupport": "forbidden"}}),
+            json!({"name": "fail", "description": "Fails as a tool", "inputSchema": obj(json!({}))}),
+            json!({"name": "reject", "description": "Answers with a JSON-RPC error", "inputSchema": obj(json!({}))}),
+            json!({"name": "mixed", "title": "Every content type", "inputSchema": obj(json!({}))}),
+            json!({"name": "env", "description": "Its environment", "inputSchema": obj(json!({}))}),
+            json!({"name": "sleep", "inputSchema": obj(json!({"ms": {"type": "integer"}}))}),
+            json!({"name": "hang", "description": "Never answers", "inputSchema": obj(json!({}))}),
+            json!({"name": "crash", "description": "Exits", "inputSchema": obj(json!({}))}),
+            json!({"name": "stray", "description": "Sends an answer to no request first", "inputSchema": obj(json!({}))}),
+        ];
+        for i in 0..self.o.tools {
+            tools.push(json!({"name": format!("gen_{i}"), "description": format!("Generated tool {i}"), "inputSchema": obj(json!({}))}));
+        }
+        if self.o.bad_tools {
+            tools.push(json!({"name": "bad name!", "inputSchema": obj(json!({}))}));
+            tools.push(json!({"name": "twice", "inputSchema": obj(json!({}))}));
+            tools.push(json!({"name": "twice", "inputSchema": obj(json!({}))}));
+            tools.push(json!({"name": "array_schema", "inputSchema": {"type": "array"}}));
+            tools.push(json!({"name": "remote_ref", "inputSchema": {"type": "object", "properties": {"a": {"$ref": "https://example.invalid/s.json"}}}}));
+        }
+        tools
+    }
+
+    fn list(&mut self, id: Value, params: &Value) {
+        if let Some(size) = self.o.huge_line {
+            return self.huge(id, size);
+        }
+        let tools = std::mem::take(&mut self.tools);
+        let size = self.o.page_size.unwrap_or(tools.len().max(1));
+        let start = match params["cursor"].as_str() {
+            None => 0,
+            Some(c) => match c.strip_prefix("page-").and_then(|n| n.parse().ok()) {
+                Some(n) if n < tools.len() => n,
+                _ => {
+                    self.tools = tools;
+                    return self.error(id, -32602, "unknown cursor");
+                }
+            },
+        };
+        let end = (start + size).min(tools.len());
+        let mut result = json!({"tools": tools[start..end]});
+        if end < tools.len() {
+            result["nextCursor"] = json!(format!("page-{end}"));
+        } else if self.o.cursor_cycle && size < tools.len() {
+            result["nextCursor"] = json!(format!("page-{size}"));
+        }
+        self.tools = tools;
+        self.answer(id, result);
+    }
+
+    /// One line of `size` bytes, written in pieces so the fixture itself
+    /// never holds it.
+    fn huge(&mut self, id: Value, size: usize) {
+        let head =
+            format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"tools\":[],\"pad\":\"");
+        let tail = "\"}}\n";
+        let mut left = size.saturating_sub(head.len() + tail.len());
+        let chunk = vec![b'a'; 1024 * 1024];
+        let _ = self.out.write_all(head.as_bytes());
+        while left > 0 {
+            let n = left.min(chunk.len());
+            if self.out.write_all(&chunk[..n]).is_err() {
+                exit(0);
+            }
+            left -= n;
+        }
+        let _ = self.out.write_all(tail.as_bytes());
+        let _ = self.out.flush();
+    }
+
+    fn call(&mut self, id: Value, params: Map<String, Value>) {
+        let args = params.get("arguments").cloned().unwrap_or(json!({}));
+        let replies = if self.o.chatty {
+            self.chatter()
+        } else {
+            Value::Null
+        };
+        let text = |t: &str| json!({"content": [{"type": "text", "text": t}]});
+        match params.get("name").and_then(Value::as_str).unwrap_or_default() {
+            "echo" => {
+                let mut r = text(args["text"].as_str().unwrap_or_default());
+                if !replies.is_null() {
+                    r["structuredContent"] = json!({ "replies": replies });
+                }
+                self.answer(id, r);
+            }
+            "fail" => self.answer(id, json!({"content": [{"type": "text", "text": "the tool failed"}], "isError": true})),
+            "reject" => self.error(id, -32602, "rejected on purpose"),
+            "mixed" => self.answer(id, json!({
+                "content": [
+                    {"type": "text", "text": "all kinds"},
+                    {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
+                    {"type": "audio", "data": "UklGRg==", "mimeType": "audio/wav"},
+                    {"type": "resource_link", "uri": "fixture://doc", "name": "doc", "mimeType": "text/plain"},
+                    {"type": "resource", "resource": {"uri": "fixture://inline", "text": "inline", "mimeType": "text/plain"}}
+                ],
+                "structuredContent": {"kinds": 5}
+            })),
+            "env" => {
+                let vars: Map<String, Value> = std::env::vars().map(|(k, v)| (k, json!(v))).collect();
+                self.answer(id, text(&Value::Object(vars).to_string()));
+            }
+            "sleep" => {
+                std::thread::sleep(Duration::from_millis(args["ms"].as_u64().unwrap_or(0)));
+                self.answer(id, text("slept"));
+            }
+            "hang" => {}
+            "crash" => {
+                eprintln!("fixture: crashing on purpose");
+                exit(3);
+            }
+            "stray" => {
+                self.answer(json!(987_654_321), text("to nobody"));
+                self.answer(json!("not-ours"), text("to nobody either"));
+                self.answer(id, text("after the strays"));
+            }
+            other => {
+                let message = format!("unknown tool {other}");
+                self.error(id, -32602, &message);
+            }
+        }
+    }
+
+    /// Notifications and server requests, then waits for the client's
+    /// answers to the requests (queueing anything else it sends meanwhile).
+    fn chatter(&mut self) -> Value {
+        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "hello"}}));
+        self.send(&json!({"jsonrpc": "2.0", "id": "srv-ping", "method": "ping"}));
+        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 1, "progress": 1}}));
+        self.send(&json!({"jsonrpc": "2.0", "id": 77, "method": "roots/list"}));
+        let mut replies = Map::new();
+        while replies.len() < 2 {
+            let Some(m) = self.read_more() else { exit(0) };
+            if m.get("method").is_none() {
+                let key = m["id"].to_string();
+                replies.insert(key, m);
+            } else {
+                self.queue.push_back(m);
+            }
+        }
+        Value::Object(replies)
+    }
+
+    fn read_more(&mut self) -> Option<Value> {
+        let queued = std::mem::take(&mut self.queue);
+        let next = self.next_message();
+        self.queue = queued;
+        next
+    }
+}

@@ -1,0 +1,214 @@
+//! mcp-stdio: tools/call, many in flight, timeouts, crashes, server traffic.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{call, options, received, start, stop, text_args, text_of, try_start};
+use futures::future::join_all;
+use serde_json::json;
+use spear_capabilities::{CallRequest, Content, Error, Provider, ResourceBody};
+
+#[tokio::test]
+async fn every_content_type_and_structured_content_are_mapped() {
+    let p = start(&[]).await;
+    let r = p.call_tool(call("mixed")).await.expect("called");
+    assert!(!r.is_error);
+    assert_eq!(r.structured, Some(json!({"kinds": 5})));
+    assert_eq!(r.content.len(), 5);
+    assert_eq!(r.content[0], Content::text("all kinds"));
+    assert!(matches!(&r.content[1], Content::Image { mime_type, .. } if mime_type == "image/png"));
+    assert!(matches!(&r.content[2], Content::Audio { mime_type, .. } if mime_type == "audio/wav"));
+    assert!(matches!(&r.content[3], Content::ResourceLink { uri, .. } if uri == "fixture://doc"));
+    assert!(
+        matches!(&r.content[4], Content::Resource { body: ResourceBody::Text(t), .. } if t == "inline")
+    );
+    let failed = p.call_tool(call("fail")).await.expect("a result");
+    assert!(failed.is_error);
+    stop(p).await;
+}
+
+#[tokio::test]
+async fn answers_in_reverse_order_reach_their_own_callers() {
+    // The fixture holds 16 calls and answers them last first.
+    let p = start(&["--gather", "16"]).await;
+    let texts: Vec<String> = (0..16).map(|i| format!("text {i:02}")).collect();
+    let results = join_all(
+        texts
+            .iter()
+            .map(|t| p.call_tool(CallRequest::new("echo", text_args(t)))),
+    )
+    .await;
+    for (t, r) in texts.iter().zip(results) {
+        assert_eq!(&text_of(&r.expect("answered")), t);
+    }
+    stop(p).await;
+}
+
+#[tokio::test]
+async fn answers_to_no_pending_request_are_dropped_and_counted() {
+    let p = start(&[]).await;
+    let r = p.call_tool(call("stray")).await.expect("called");
+    assert_eq!(text_of(&r), "after the strays");
+    assert_eq!(p.stats().stray_answers, 2);
+    stop(p).await;
+}
+
+#[tokio::test]
+async fn a_rejected_call_carries_code_and_message_and_fails_nothing() {
+    let p = start(&[]).await;
+    let err = p.call_tool(call("reject")).await.expect_err("rejected");
+    let Error::CallRejected {
+        tool,
+        code,
+        message,
+        ..
+    } = &err
+    else {
+        panic!("{err:?}")
+    };
+    assert_eq!(
+        (tool.as_str(), *code, message.as_str()),
+        ("reject", -32602, "rejected on purpose")
+    );
+    p.call_tool(call("fail")).await.expect("still usable");
+    stop(p).await;
+}
+
+#[tokio::test]
+async fn a_call_that_times_out_is_cancelled_and_fails_the_provider() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("in.jsonl");
+    let p = try_start(
+        &["--log", log.to_str().expect("utf-8")],
+        options().with_timeout(Duration::from_millis(300)),
+    )
+    .await
+    .expect("started");
+    let err = p.call_tool(call("hang")).await.expect_err("timed out");
+    assert!(
+        matches!(err, Error::Timeout { after, .. } if after == Duration::from_millis(300)),
+        "{err:?}"
+    );
+    let later = p
+        .call_tool(call("fail"))
+        .await
+        .expect_err("the provider failed");
+    assert!(matches!(later, Error::Timeout { .. }), "{later:?}");
+    stop(p).await;
+    let lines = received(&log);
+    let hang = lines
+        .iter()
+        .find(|m| m["params"]["name"] == "hang")
+        .expect("hang was sent");
+    let cancelled = lines
+        .iter()
+        .find(|m| m["method"] == "notifications/cancelled")
+        .expect("cancelled was sent");
+    assert_eq!(cancelled["params"]["requestId"], hang["id"]);
+    assert_eq!(cancelled["params"]["reason"], "timed out");
+    assert!(
+        !lines.iter().any(|m| m["params"]["name"] == "fail"),
+        "sent after failing"
+    );
+}
+
+#[tokio::test]
+async fn an_abandoned_call_is_cancelled_and_the_provider_stays_usable() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("in.jsonl");
+    let p = start(&["--log", log.to_str().expect("utf-8")]).await;
+    let gave_up = tokio::time::timeout(Duration::from_millis(100), p.call_tool(call("hang"))).await;
+    assert!(gave_up.is_err());
+    p.call_tool(call("fail")).await.expect("still usable");
+    stop(p).await;
+    let cancelled: Vec<_> = received(&log)
+        .into_iter()
+        .filter(|m| m["method"] == "notifications/cancelled")
+        .collect();
+    assert_eq!(cancelled.len(), 1);
+    assert_eq!(
+        cancelled[0]["params"]["reason"],
+        "the client stopped waiting"
+    );
+}
+
+#[tokio::test]
+async fn a_crash_mid_call_fails_every_pending_request_at_once() {
+    let p = start(&[]).await;
+    let (hang, crash) = tokio::join!(p.call_tool(call("hang")), async {
+        // Let the hang request go first, so it is pending when the crash comes.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        p.call_tool(call("crash")).await
+    });
+    for err in [
+        hang.expect_err("hang failed"),
+        crash.expect_err("crash failed"),
+    ] {
+        let Error::Crashed { status, stderr, .. } = &err else {
+            panic!("{err:?}")
+        };
+        assert_eq!(status, "exit status: 3");
+        assert!(
+            stderr.ends_with("fixture: crashing on purpose\n"),
+            "{stderr}"
+        );
+    }
+    let later = p.list_tools().await.expect_err("the provider failed");
+    assert!(matches!(later, Error::Crashed { .. }), "{later:?}");
+    stop(p).await;
+}
+
+#[tokio::test]
+async fn server_notifications_and_requests_interleaved_with_answers_are_handled() {
+    // Before each answer the fixture sends two notifications, a ping and a
+    // roots/list request, and waits for our answers to both requests.
+    let p = start(&["--chatty"]).await;
+    let results = join_all((0..3).map(|i| {
+        let text = format!("chat {i}");
+        let p = &p;
+        async move {
+            (
+                text.clone(),
+                p.call_tool(CallRequest::new("echo", text_args(&text)))
+                    .await,
+            )
+        }
+    }))
+    .await;
+    for (text, r) in results {
+        let r = r.expect("answered");
+        assert_eq!(text_of(&r), text);
+        let replies = &r.structured.expect("the fixture's record")["replies"];
+        assert_eq!(
+            replies["\"srv-ping\""],
+            json!({"jsonrpc": "2.0", "id": "srv-ping", "result": {}})
+        );
+        assert_eq!(replies["77"]["error"]["code"], -32601);
+    }
+    let stats = p.stats();
+    assert_eq!(
+        (stats.notifications, stats.server_requests),
+        (6, 6),
+        "{stats:?}"
+    );
+    stop(p).await;
+}
+
+#[tokio::test]
+async fn a_late_answer_to_an_abandoned_call_is_dropped_and_counted() {
+    let p = start(&[]).await;
+    let mut slow = serde_json::Map::new();
+    slow.insert("ms".into(), json!(300));
+    let gave_up = tokio::time::timeout(
+        Duration::from_millis(50),
+        p.call_tool(CallRequest::new("sleep", slow)),
+    )
+    .await;
+    assert!(gave_up.is_err());
+    // The single-threaded fixture answers the sleep first, then this call.
+    let r = p.call_tool(call("fail")).await.expect("answered");
+    assert!(r.is_error);
+    assert_eq!(p.stats().stray_answers, 1);
+    stop(p).await;
+}

@@ -1,0 +1,110 @@
+//! mcp-stdio: the server's environment, and the end of its whole process
+//! group on shutdown and on drop.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::{FIXTURE, assert_gone, call, options, start, stop, text_of};
+use spear_capabilities::Provider;
+use spear_mcp_stdio::{McpProvider, ServerConfig};
+use spear_testkit::procfs::group_survivors;
+
+#[tokio::test]
+async fn the_server_gets_only_path_home_and_its_configured_variables() {
+    let config = common::config(&[]).with_env("SPEAR_FIXTURE_TOKEN", "t0k3n");
+    let p = McpProvider::start("env", &config, Path::new("/"), options())
+        .await
+        .expect("started");
+    let r = p.call_tool(call("env")).await.expect("called");
+    let env: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(&text_of(&r)).expect("an object");
+    let names: BTreeSet<&str> = env.keys().map(String::as_str).collect();
+    let mut want = BTreeSet::from(["SPEAR_FIXTURE_TOKEN"]);
+    for inherited in ["PATH", "HOME"] {
+        if let Some(ours) = std::env::var_os(inherited) {
+            want.insert(inherited);
+            assert_eq!(env[inherited], ours.to_string_lossy().as_ref());
+        }
+    }
+    assert_eq!(names, want);
+    assert_eq!(env["SPEAR_FIXTURE_TOKEN"], "t0k3n");
+    // Cargo sets these for this test; the server must not inherit them.
+    assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
+    stop(p).await;
+}
+
+#[tokio::test]
+async fn shutdown_ends_the_server_and_its_grandchild_and_reaps() {
+    let p = start(&["--grandchild"]).await;
+    let pid = p.pid();
+    assert!(group_survivors(pid).len() >= 2, "no grandchild running");
+    stop(p).await;
+}
+
+#[tokio::test]
+async fn dropping_the_provider_without_shutdown_still_ends_the_group() {
+    let p = start(&["--grandchild"]).await;
+    let pid = p.pid();
+    assert!(group_survivors(pid).len() >= 2, "no grandchild running");
+    drop(p);
+    // Give the reaper task a moment to collect the server.
+    for _ in 0..100 {
+        if spear_testkit::procfs::stat(pid).is_none() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_gone(pid);
+}
+
+#[tokio::test]
+async fn a_group_deaf_to_stdin_and_sigterm_is_killed() {
+    // `trap '' TERM` makes SIGTERM ignored, and ignored signals stay ignored
+    // across exec: the server and its grandchild only die of SIGKILL.
+    let config = ServerConfig::new([
+        "sh",
+        "-c",
+        "trap '' TERM; exec \"$0\" --linger --grandchild",
+        FIXTURE,
+    ]);
+    let p = McpProvider::start(
+        "deaf",
+        &config,
+        Path::new("/"),
+        options().with_grace(Duration::from_millis(200), Duration::from_millis(200)),
+    )
+    .await
+    .expect("started");
+    p.list_tools().await.expect("listed");
+    let pid = p.pid();
+    assert!(group_survivors(pid).len() >= 2);
+    let started = Instant::now();
+    stop(p).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn a_server_started_through_sh_c_is_ended_with_everything_it_started() {
+    // Not `exec`: sh stays the leader, the server is its child and the
+    // server's own child is two levels down, as under npx or uvx.
+    let script = "\"$0\" --grandchild; echo server ended >&2";
+    let config = ServerConfig::new(["sh", "-c", script, FIXTURE]);
+    let p = McpProvider::start("shc", &config, Path::new("/"), options())
+        .await
+        .expect("started");
+    p.list_tools().await.expect("listed through sh");
+    let pid = p.pid();
+    assert!(
+        group_survivors(pid).len() >= 3,
+        "{:?}",
+        group_survivors(pid)
+    );
+    stop(p).await;
+}
