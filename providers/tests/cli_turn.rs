@@ -1,0 +1,225 @@
+//! `spear-capabilities turn`, `list` and `invoke`, run as the real binary
+//! against the example MCP server: the README's first command, end to end.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The example server must have been built beside this binary (`cargo test
+/// --workspace` builds every binary of the workspace).
+fn require_example_server() {
+    let exe = Path::new(env!("CARGO_BIN_EXE_spear-capabilities"));
+    let server = exe.with_file_name("spear-example-server");
+    assert!(
+        server.exists(),
+        "{} is missing: build the workspace first (cargo build --workspace)",
+        server.display()
+    );
+}
+
+fn cli(args: &[&str], stdin: Option<&str>) -> Output {
+    require_example_server();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_spear-capabilities"))
+        .args(args)
+        .current_dir(root())
+        .env_remove("SPEAR_CAPABILITIES_FILE")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("runs");
+    let mut input = child.stdin.take().expect("stdin");
+    input
+        .write_all(stdin.unwrap_or("").as_bytes())
+        .expect("write stdin");
+    drop(input);
+    child.wait_with_output().expect("output")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+const CONTEXT: [&str; 4] = [
+    "--capabilities",
+    "examples/capabilities.json",
+    "--project",
+    "demo",
+];
+
+#[test]
+fn the_readme_turn_shows_describes_invokes_and_refuses_a_write() {
+    let turn_txt = std::fs::read_to_string(root().join("examples/turn.txt")).expect("turn.txt");
+    let mut args = vec!["turn"];
+    args.extend(CONTEXT);
+    args.extend(["--confirm", "no"]);
+    let out = cli(&args, Some(&turn_txt));
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.starts_with(
+            "== what the turn is shown (exposure: whole) ==\nExternal capabilities (3 offered)."
+        ),
+        "{stdout}"
+    );
+    assert!(stdout.contains("notes/add_note (WRITE): Add a note"));
+    assert!(stdout.contains(
+        "$ spear-capability describe notes/search_notes\nnotes/search_notes (READ): Search notes\n"
+    ));
+    assert!(stdout.contains("<<<EXTERNAL-CONTENT "), "{stdout}");
+    assert!(
+        stdout.contains("\n#2: Flaky test\n<<<END-EXTERNAL-CONTENT "),
+        "{stdout}"
+    );
+    assert!(stdout.contains(
+        "$ grep -r spear-capability docs\n(not a spear-capability command: the shell runs it)\n"
+    ));
+    assert!(stdout.contains("`notes/add_note` is a WRITE capability, and the session's permission mode (ask) did not allow it.\n[refused]"));
+    assert!(stdout.contains("at /id: \"two\" is not of type \"integer\""));
+    // Nothing of the deployment's own file reaches the turn.
+    assert!(!stdout.contains("target/debug"), "{stdout}");
+    assert!(
+        !stdout.contains("firmware-tracker"),
+        "a provider for another project never shows: {stdout}"
+    );
+}
+
+#[test]
+fn json_lines_have_the_fixed_shapes() {
+    let mut args = vec!["turn", "--json", "--mode", "auto"];
+    args.extend(CONTEXT);
+    args.extend([
+        "--command",
+        "spear-capability invoke notes/add_note '{\"title\": \"t\", \"text\": \"x\"}'",
+        "--command",
+        "ls",
+    ]);
+    let out = cli(&args, None);
+    assert_eq!(out.status.code(), Some(0));
+    let lines: Vec<serde_json::Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert_eq!(lines.len(), 3);
+    assert_eq!(lines[0]["kind"], "shown");
+    assert_eq!(lines[0]["exposure"], "whole");
+    assert_eq!(
+        lines[0]["capabilities"][2],
+        serde_json::json!({"id": "notes/add_note", "class": "WRITE"})
+    );
+    assert_eq!(lines[0]["unavailable"], serde_json::json!([]));
+    assert_eq!(lines[1]["kind"], "answer");
+    assert_eq!(lines[1]["handled"], true);
+    assert_eq!(lines[1]["status"], "ok");
+    assert!(
+        lines[1]["text"]
+            .as_str()
+            .expect("text")
+            .contains("added note #4")
+    );
+    assert_eq!(
+        lines[2],
+        serde_json::json!({"kind": "answer", "command": "ls", "handled": false})
+    );
+}
+
+#[test]
+fn list_shows_provider_states_and_capabilities() {
+    let mut args = vec!["list"];
+    args.extend(CONTEXT);
+    let out = cli(&args, None);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.starts_with("providers:\n  notes: ready in "),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(" ms, 3 tools\nexposure: whole (3 capabilities, about "),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("\n  notes/search_notes  READ   Search notes\n"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn invoke_makes_one_checked_call_with_exit_codes() {
+    let run = |id: &str, json: &str, extra: &[&str]| {
+        let mut args = vec!["invoke", id, json];
+        args.extend(CONTEXT);
+        args.extend(extra);
+        cli(&args, None)
+    };
+    let ok = run("notes/get_note", r#"{"id": 1}"#, &[]);
+    assert_eq!(ok.status.code(), Some(0), "{}", text(&ok.stderr));
+    assert!(text(&ok.stdout).contains("# Release checklist"));
+    let refused = run(
+        "notes/add_note",
+        r#"{"title": "a", "text": "b"}"#,
+        &["--mode", "read-only"],
+    );
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(text(&refused.stdout).contains("permission mode (read-only) did not allow it"));
+    let usage = run("notes", "{}", &[]);
+    assert_eq!(usage.status.code(), Some(2));
+    let bad_json = run("notes/get_note", "{", &[]);
+    assert_eq!(bad_json.status.code(), Some(2));
+    let json = run("notes/get_note", r#"{"id": 9}"#, &["--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).expect("json");
+    assert_eq!(v["status"], "failed", "the tool's isError is a failure");
+    assert_eq!(json.status.code(), Some(1));
+}
+
+#[test]
+fn an_unreadable_registry_exits_2() {
+    let out = cli(
+        &["turn", "--capabilities", "examples", "--project", "demo"],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr)
+            .starts_with("spear-capabilities: cannot read capabilities file examples: ")
+    );
+}
+
+#[test]
+fn earlier_runtime_and_unregistered_trees() {
+    let out = cli(
+        &[
+            "turn",
+            "--capabilities",
+            "examples/capabilities.json",
+            "--project",
+            "demo",
+            "--runtime",
+            "earlier",
+            "--command",
+            "spear-capability list",
+        ],
+        None,
+    );
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("it runs on SPEAR's earlier runtime, which has no capability gateway.\n\n$ spear-capability list\nExternal capabilities are not available"), "{stdout}");
+    let out = cli(
+        &[
+            "turn",
+            "--capabilities",
+            "examples/capabilities.json",
+            "--command",
+            "spear-capability list",
+        ],
+        None,
+    );
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.starts_with("== what the turn is shown (exposure: none) ==\n(nothing)\n"),
+        "{stdout}"
+    );
+}
