@@ -1,0 +1,66 @@
+//! The custom kind works through the unchanged core: registry, selection,
+//! the default connector (which finds kinds by name), exposure and calls.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use spear_capabilities::{
+    AnswerStatus, Audit, Auto, Registry, Session, SessionOptions, TaskKind, TurnContext, kinds,
+};
+use spear_example_kind as _;
+
+#[test]
+fn the_kind_is_registered_by_linking_the_crate() {
+    let names: Vec<_> = kinds()
+        .expect("no duplicates")
+        .iter()
+        .map(|k| k.name)
+        .collect();
+    assert_eq!(names, ["calculator"]);
+}
+
+#[tokio::test]
+async fn a_turn_uses_the_calculator_through_the_gateway() {
+    let file = br#"{"providers": [
+        {"id": "calc", "kind": "calculator", "max": 1000, "scope": "global", "read": ["add"]},
+        {"id": "bad", "kind": "calculator", "max": -1}
+    ]}"#;
+    let registry =
+        Registry::parse(file, Path::new("/etc/capabilities.json"), &Audit::null()).expect("parses");
+    assert_eq!(
+        registry.refused()[0].to_string(),
+        r#"providers[1] ("bad") refused: key "max": must be a positive integer, found -1;"#
+    );
+    let session = Session::open(Arc::new(registry), SessionOptions::new("s", Arc::new(Auto)));
+    let turn = session
+        .begin_turn(TurnContext::new("/src", TaskKind::Implementation).with_project("p"))
+        .await;
+    assert!(turn.shown().text.contains("calc/add (READ)"));
+    assert!(turn.shown().text.contains("calc/multiply (WRITE)"));
+    let a = turn
+        .answer(r#"spear-capability invoke calc/add '{"a": 2, "b": 40}'"#)
+        .await
+        .expect("ours");
+    assert_eq!(a.status, AnswerStatus::Ok);
+    assert!(a.text.contains("\n42\n"), "{}", a.text);
+    let big = turn
+        .answer(r#"spear-capability invoke calc/add '{"a": 2000, "b": 1}'"#)
+        .await
+        .expect("ours");
+    assert_eq!(big.status, AnswerStatus::Failed);
+    assert!(
+        big.text.contains("operands above 1000 are refused"),
+        "{}",
+        big.text
+    );
+    let write = turn
+        .answer(r#"spear-capability invoke calc/multiply '{"a": 2, "b": 3}'"#)
+        .await
+        .expect("ours");
+    assert_eq!(
+        write.status,
+        AnswerStatus::Refused,
+        "multiply is a WRITE and the default policy refuses"
+    );
+    session.close().await;
+}
