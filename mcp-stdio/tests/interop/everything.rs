@@ -39,9 +39,9 @@ async fn via_npx() -> Running {
     start("everything", command.map(str::to_owned).to_vec()).await
 }
 
-/// The tools as captured in `interop/server-everything.tools.json`.
+/// The tools as captured in `core/tests/data/real-tools/server-everything.json`.
 fn captured_tools() -> Vec<ToolSpec> {
-    let path = super::root().join("interop/server-everything.tools.json");
+    let path = super::root().join("core/tests/data/real-tools/server-everything.json");
     let raw = std::fs::read_to_string(&path).expect("the captured list is committed");
     let capture: Value = serde_json::from_str(&raw).expect("the capture is JSON");
     capture["tools"]
