@@ -1,0 +1,171 @@
+//! Interop: the `mcp-stdio` client against MCP servers that others wrote.
+//!
+//! - `@modelcontextprotocol/server-everything` (TypeScript SDK), pinned in
+//!   `interop/package-lock.json`, started directly with `node`, through `npx`
+//!   and through `sh -c`;
+//! - `interop/python_server.py`, written with the official Python SDK (`mcp`,
+//!   pinned in `interop/requirements.txt`), with tools/list in pages.
+//!
+//! Both are installed into `.interop/` by `scripts/interop-setup` (which
+//! `scripts/test` and `.ci/run` call). Without it every test here fails and
+//! says so: a silent skip would let CI pass without ever meeting a real server.
+//!
+//! Every test ends by stopping the provider and checking that no process the
+//! server started survives (see `interop/procs.rs`).
+
+#[path = "interop/everything.rs"]
+mod everything;
+#[path = "interop/procs.rs"]
+mod procs;
+#[path = "interop/python.rs"]
+mod python;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+use spear_capabilities::{
+    CallRequest, CallResult, ConnectRequest, Content, Error, Provider, find_kind,
+};
+use spear_providers as _;
+
+/// Generous: `npx` and a cold Python import take a second or two on a slow
+/// machine, and a timeout here would be a false failure, not a finding.
+const TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long the processes of a stopped server may take to disappear: a
+/// SIGKILL to a group is delivered asynchronously.
+const GONE_WITHIN: Duration = Duration::from_secs(5);
+
+/// The workspace root (this crate's parent folder).
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("mcp-stdio sits inside the workspace")
+        .to_path_buf()
+}
+
+/// A path under `.interop/`, which must exist.
+fn installed(relative: &str) -> PathBuf {
+    let path = root().join(".interop").join(relative);
+    assert!(
+        path.exists(),
+        "{} is missing: run scripts/interop-setup first (it installs the pinned \
+         third-party MCP servers these tests need into .interop/)",
+        path.display()
+    );
+    path
+}
+
+fn string(path: &Path) -> String {
+    path.to_str().expect("paths here are UTF-8").to_owned()
+}
+
+/// A started server and the tag its processes carry in their environment.
+struct Running {
+    provider: Arc<dyn Provider>,
+    tag: String,
+}
+
+/// Starts `command` as the mcp-stdio provider `id`, tagging every process of
+/// the server with a variable unique to this start.
+async fn start(id: &str, command: Vec<String>) -> Running {
+    static STARTS: AtomicUsize = AtomicUsize::new(0);
+    let tag = format!(
+        "{}-{id}-{}",
+        std::process::id(),
+        STARTS.fetch_add(1, Ordering::Relaxed)
+    );
+    let settings = json!({
+        "command": command,
+        "env": {procs::TAG_VAR: tag},
+    });
+    let Value::Object(settings) = settings else {
+        unreachable!("a json object")
+    };
+    let kind = find_kind("mcp-stdio").expect("spear-providers links the mcp-stdio kind");
+    let provider = (kind.connect)(ConnectRequest::new(id, settings, TIMEOUT, root()))
+        .await
+        .unwrap_or_else(|e| panic!("{id} did not start: {e}"));
+    Running { provider, tag }
+}
+
+impl Running {
+    /// Calls `tool` with `arguments` (a JSON object), expecting an answer.
+    async fn call(&self, tool: &str, arguments: Value) -> CallResult {
+        self.provider
+            .call_tool(CallRequest::new(tool, object(arguments)))
+            .await
+            .unwrap_or_else(|e| panic!("calling {tool} failed: {e}"))
+    }
+
+    /// The processes of this server, at least `at_least` of them.
+    fn processes(&self, at_least: usize) -> Vec<procs::Proc> {
+        let found = procs::tagged(&self.tag);
+        assert!(
+            found.len() >= at_least,
+            "expected at least {at_least} processes tagged {}, found {found:?}",
+            self.tag
+        );
+        found
+    }
+
+    /// Shuts the provider down and checks that every process of the server,
+    /// `at_least` of which must be running, is gone and reaped.
+    async fn shutdown_leaving_nothing(self, at_least: usize) {
+        let before = self.processes(at_least);
+        self.provider
+            .shutdown()
+            .await
+            .expect("the provider shuts down cleanly");
+        let left =
+            procs::survivors(&before, &self.tag, procs::Reaping::Required, GONE_WITHIN).await;
+        assert!(left.is_empty(), "still there after shutdown: {left:?}");
+        let after = self
+            .provider
+            .list_tools()
+            .await
+            .expect_err("a shut-down provider refuses work");
+        assert!(
+            matches!(after, Error::ShutDown { .. }),
+            "unexpected error after shutdown: {after}"
+        );
+    }
+}
+
+fn object(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(map) => map,
+        other => panic!("arguments must be an object, got {other}"),
+    }
+}
+
+/// The text blocks of a result, joined by newlines.
+fn text(result: &CallResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| match c {
+            Content::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The base64 of the 8-byte PNG signature, which every PNG's data starts with.
+const PNG_BASE64_PREFIX: &str = "iVBORw0KGgo";
+
+#[test]
+fn the_kind_is_registered_once_through_the_dev_dependency_cycle() {
+    // mcp-stdio dev-depends on spear-providers, which depends on mcp-stdio:
+    // were the crate linked twice, `inventory` would hold the kind twice.
+    let names: Vec<_> = spear_capabilities::kinds()
+        .expect("no duplicate kind")
+        .iter()
+        .map(|k| k.name)
+        .collect();
+    assert_eq!(names, ["mcp-stdio"]);
+}
