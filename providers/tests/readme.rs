@@ -1,0 +1,148 @@
+//! Every example in the README is run or checked here, so the README cannot
+//! drift from what the code does.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use spear_capabilities::command::{Recognized, recognize};
+use spear_capabilities::{Audit, AuditRecord, Registry};
+use spear_providers as _;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn readme() -> String {
+    std::fs::read_to_string(root().join("README.md")).expect("README.md")
+}
+
+/// The bodies of the fenced blocks whose info string is `lang`.
+fn blocks(lang: &str) -> Vec<String> {
+    let text = readme();
+    let mut out = Vec::new();
+    let mut current: Option<String> = None;
+    for line in text.lines() {
+        match &mut current {
+            None if line == format!("```{lang}") => current = Some(String::new()),
+            Some(body) if line == "```" => {
+                out.push(std::mem::take(body));
+                current = None;
+            }
+            Some(body) => {
+                body.push_str(line);
+                body.push('\n');
+            }
+            None => {}
+        }
+    }
+    out
+}
+
+#[test]
+fn the_first_command_runs_a_real_turn() {
+    let sh = blocks("sh");
+    let first = sh[0].lines().next().expect("the first command");
+    let (build, run) = first.split_once(" && ").expect("build && run");
+    assert_eq!(build, "cargo build -q --workspace");
+    let run = run.replace(
+        "./target/debug/spear-capabilities",
+        env!("CARGO_BIN_EXE_spear-capabilities"),
+    );
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(&run)
+        .current_dir(root())
+        .output()
+        .expect("runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for what in [
+        "== what the turn is shown (exposure: whole) ==",
+        "$ spear-capability describe notes/search_notes\nnotes/search_notes (READ)",
+        "<<<EXTERNAL-CONTENT ",
+        "(not a spear-capability command: the shell runs it)",
+        "`notes/add_note` is a WRITE capability, and the session's permission mode (ask) did not allow it.\n[refused]",
+    ] {
+        assert!(stdout.contains(what), "missing {what:?} in:\n{stdout}");
+    }
+}
+
+#[test]
+fn the_second_command_is_what_ci_runs() {
+    let sh = blocks("sh");
+    let second = sh[0].lines().nth(1).expect("the second command");
+    assert_eq!(second, "bash scripts/test");
+    let ci = std::fs::read_to_string(root().join(".ci/run")).expect(".ci/run");
+    assert!(
+        ci.lines().any(|l| l == second),
+        ".ci/run must run the README's test command"
+    );
+}
+
+#[test]
+fn the_registry_example_registers() {
+    let json = blocks("json");
+    assert_eq!(json.len(), 1);
+    let r = Registry::parse(
+        json[0].as_bytes(),
+        Path::new("/etc/spear/capabilities.json"),
+        &Audit::null(),
+    )
+    .expect("parses");
+    assert!(r.refused().is_empty(), "{:?}", r.refused());
+    assert_eq!(r.entries()[0].id, "tracker");
+}
+
+#[test]
+fn the_check_example_prints_what_the_readme_says() {
+    let text = blocks("text")
+        .into_iter()
+        .find(|b| b.starts_with("$ spear-capabilities check"))
+        .expect("check block");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("capabilities.json");
+    std::fs::write(&file, r#"{"providers": [{"id": "ok", "command": ["x"]}, {"id": "Bad", "command": ["x"], "write": "sometimes"}]}"#)
+        .expect("write");
+    let out = Command::new(env!("CARGO_BIN_EXE_spear-capabilities"))
+        .args(["check", file.to_str().expect("utf8")])
+        .output()
+        .expect("runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for line in text.lines().skip(1) {
+        assert!(stdout.contains(line), "missing {line:?} in:\n{stdout}");
+    }
+}
+
+#[test]
+fn the_command_examples_are_recognised_and_parse() {
+    let text = blocks("text")
+        .into_iter()
+        .find(|b| b.starts_with("spear-capability list"))
+        .expect("command block");
+    for line in text.lines() {
+        assert!(matches!(recognize(line), Recognized::Ours(Ok(_))), "{line}");
+    }
+}
+
+#[test]
+fn each_audit_example_is_a_record_of_its_event() {
+    let jsonl = blocks("jsonl");
+    let mut names = Vec::new();
+    for line in jsonl[0].lines() {
+        let record: AuditRecord =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("{line}: {e}"));
+        let back = serde_json::to_value(&record).expect("serialises");
+        let given: serde_json::Value = serde_json::from_str(line).expect("json");
+        assert_eq!(back, given, "the example has fields the event does not");
+        names.push(given["event"].as_str().expect("event").to_owned());
+    }
+    let mut unique = names.clone();
+    unique.dedup();
+    assert_eq!(unique.len(), names.len(), "one record of each kind");
+    assert_eq!(names.len(), 13);
+}
