@@ -157,8 +157,10 @@ const BEGIN: &str = "<<<EXTERNAL-CONTENT";
 const END: &str = "<<<END-EXTERNAL-CONTENT";
 
 /// Makes text unable to imitate a frame marker: every `<<<` and `>>>` gets a
-/// space inside it.
-fn neutralise(text: &str) -> String {
+/// space inside it. Idempotent. Results get it inside their frame; titles,
+/// descriptions and schemas get it too, so that no provider text shown to a
+/// turn looks like the start or the end of a frame.
+pub fn neutralise(text: &str) -> String {
     if !text.contains("<<<") && !text.contains(">>>") {
         return text.to_owned();
     }
