@@ -1,0 +1,267 @@
+//! Hostile tool lists, through the whole gateway: names no turn could type,
+//! schemas that cannot be used, and `$ref`s that would reach the network or
+//! the disk, which must never be fetched or read.
+
+mod gateway;
+
+use std::io::ErrorKind;
+use std::net::TcpListener;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::SystemTime;
+
+use gateway::{Server, bench, invoke};
+use serde_json::{Value, json};
+use spear_capabilities::AnswerStatus;
+use spear_capabilities::checks::ArgumentSchema;
+
+fn listing(tools: Vec<Value>) -> Server {
+    Server::Script(json!({"tools/list": {"": [{"result": {"tools": tools}}]},
+                          "tools/call": {"*": [{"result": {"content": [{"type": "text", "text": "ok"}]}}]}}))
+}
+
+fn hostile_ids(b: &gateway::Bench, turn: &spear_capabilities::Turn) -> Vec<String> {
+    let _ = b;
+    turn.shown()
+        .capabilities
+        .iter()
+        .filter(|c| c.id.starts_with("hostile/"))
+        .map(|c| c.id.clone())
+        .collect()
+}
+
+#[tokio::test]
+async fn names_with_spaces_slashes_unicode_empty_long_or_twice_are_left_out() {
+    let obj = json!({"type": "object"});
+    let long = "n".repeat(300);
+    let names = [
+        "has space",
+        "a/b",
+        "ünïcode",
+        "",
+        long.as_str(),
+        "dup",
+        "dup",
+        "good",
+    ];
+    let tools = names
+        .iter()
+        .map(|n| json!({"name": n, "inputSchema": obj}))
+        .collect();
+    let b = bench(listing(tools), 10.0);
+    let turn = b.turn().await;
+    assert_eq!(hostile_ids(&b, &turn), ["hostile/good"]);
+    let rejected = b.sink.named("tool_rejected");
+    assert_eq!(rejected.len(), 7, "{rejected:?}");
+    for r in &rejected {
+        assert_eq!(r["provider"], "hostile");
+        assert!(r["tool"].as_str().expect("name").chars().count() <= 200);
+        assert!(!r["reason"].as_str().expect("reason").is_empty());
+    }
+    let started = &b.sink.named("provider_started")[1];
+    assert_eq!(
+        (
+            started["tools"].as_u64(),
+            started["rejected_tools"].as_u64()
+        ),
+        (Some(1), Some(7))
+    );
+    // What was left out is not callable under any spelling.
+    for id in ["hostile/dup", "hostile/ünïcode", "hostile/a/b"] {
+        let a = invoke(&turn, id, json!({})).await;
+        assert_eq!(a.status, AnswerStatus::Refused, "{id}: {}", a.text);
+    }
+    assert_eq!(
+        invoke(&turn, "hostile/good", json!({})).await.status,
+        AnswerStatus::Ok
+    );
+    b.assert_no_notice();
+    b.assert_healthy_answers().await;
+    b.session.close().await;
+}
+
+#[tokio::test]
+async fn invalid_missing_and_non_object_schemas_are_left_out_with_their_reason() {
+    let tools = vec![
+        json!({"name": "missing"}),
+        json!({"name": "array", "inputSchema": {"type": "array"}}),
+        json!({"name": "string", "inputSchema": "object"}),
+        json!({"name": "invalid", "inputSchema": {"type": "object", "properties": {"a": {"type": 5}}}}),
+        json!({"name": "pattern", "inputSchema": {"type": "object", "properties": {"a": {"pattern": "(("}}}}),
+        json!({"name": "fine", "inputSchema": {"type": "object", "properties": {"a": {"type": "string"}}}}),
+    ];
+    let b = bench(listing(tools), 10.0);
+    let turn = b.turn().await;
+    assert_eq!(hostile_ids(&b, &turn), ["hostile/fine"]);
+    let rejected: Vec<(String, String)> = b
+        .sink
+        .named("tool_rejected")
+        .iter()
+        .map(|r| {
+            (
+                r["tool"].as_str().unwrap_or_default().to_owned(),
+                r["reason"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    let names: Vec<&str> = rejected.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["missing", "array", "string", "invalid", "pattern"]);
+    assert!(rejected[0].1.contains("not a JSON object"), "{rejected:?}");
+    assert!(
+        rejected[1].1.contains("not of type \"object\""),
+        "{rejected:?}"
+    );
+    assert!(rejected[3].1.contains("does not compile"), "{rejected:?}");
+    b.assert_no_notice();
+    b.assert_healthy_answers().await;
+    b.session.close().await;
+}
+
+/// Linux's `O_NONBLOCK` (no libc dependency for one constant).
+const O_NONBLOCK: i32 = 0o4000;
+
+/// A FIFO nobody may open: a thread waits to write into it, and says so if
+/// a reader ever opens it.
+struct Tripwire {
+    opened: Arc<AtomicBool>,
+    closing: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Tripwire {
+    fn new(path: &Path) -> Self {
+        let made = std::process::Command::new("mkfifo")
+            .arg(path)
+            .status()
+            .expect("mkfifo");
+        assert!(made.success());
+        let (opened, closing) = (
+            Arc::new(AtomicBool::new(false)),
+            Arc::new(AtomicBool::new(false)),
+        );
+        let (o, c, p) = (Arc::clone(&opened), Arc::clone(&closing), path.to_owned());
+        let thread = std::thread::spawn(move || {
+            // Blocks until some reader opens the FIFO.
+            let _w = std::fs::OpenOptions::new().write(true).open(&p);
+            if !c.load(Ordering::SeqCst) {
+                o.store(true, Ordering::SeqCst);
+            }
+        });
+        Tripwire {
+            opened,
+            closing,
+            thread,
+        }
+    }
+
+    /// Whether anyone but us opened it; releases the waiting thread.
+    fn tripped(self, path: &Path) -> bool {
+        self.closing.store(true, Ordering::SeqCst);
+        // Our own reader ends the wait; non-blocking, as the writer may be gone.
+        let _r = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(O_NONBLOCK)
+            .open(path);
+        self.thread.join().expect("tripwire thread");
+        self.opened.load(Ordering::SeqCst)
+    }
+}
+
+/// A file whose access time is in the past, so any read moves it.
+fn old_file(path: &Path) -> SystemTime {
+    std::fs::write(path, r#"{"type": "string"}"#).expect("file");
+    let set = std::process::Command::new("touch")
+        .args(["-a", "-d", "2001-01-01 00:00:00"])
+        .arg(path)
+        .status()
+        .expect("touch");
+    assert!(set.success());
+    std::fs::metadata(path)
+        .and_then(|m| m.accessed())
+        .expect("atime")
+}
+
+#[tokio::test]
+async fn refs_to_a_remote_url_or_a_local_file_are_refused_and_never_fetched_or_read() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let listener = TcpListener::bind("127.0.0.1:0").expect("listener");
+    listener.set_nonblocking(true).expect("nonblocking");
+    let url = format!(
+        "http://{}/schema.json",
+        listener.local_addr().expect("addr")
+    );
+    let fifo = dir.path().join("schema.fifo");
+    let tripwire = Tripwire::new(&fifo);
+    let file = dir.path().join("schema.json");
+    let atime = old_file(&file);
+    let refs = [
+        url.clone(),
+        format!("file://{}", fifo.display()),
+        format!("file://{}", file.display()),
+        file.display().to_string(),
+        "schema.json".to_owned(),
+    ];
+    let with_ref = |r: &str| json!({"type": "object", "properties": {"a": {"$ref": r}}});
+    let mut tools: Vec<Value> = refs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| json!({"name": format!("ref_{i}"), "inputSchema": with_ref(r)}))
+        .collect();
+    tools.push(json!({"name": "root_ref", "inputSchema": {"$ref": url, "type": "object"}}));
+    tools.push(
+        json!({"name": "id_base", "inputSchema": {"$id": url, "type": "object",
+        "properties": {"a": {"$ref": "other.json"}}}}),
+    );
+    tools.push(json!({"name": "local", "inputSchema": {"type": "object", "$defs": {"s": {"type": "string"}},
+        "properties": {"a": {"$ref": "#/$defs/s"}}}}));
+    let b = bench(listing(tools), 10.0);
+    let turn = b.turn().await;
+    assert_eq!(hostile_ids(&b, &turn), ["hostile/local"]);
+    assert_eq!(b.sink.named("tool_rejected").len(), 7);
+
+    // The core compiles schemas again to check arguments: offline too.
+    for r in &refs {
+        assert!(ArgumentSchema::compile(&with_ref(r)).is_err(), "{r}");
+    }
+    b.assert_healthy_answers().await;
+    b.session.close().await;
+
+    match listener.accept() {
+        Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+        other => panic!("something connected to the listener: {other:?}"),
+    }
+    assert!(!tripwire.tripped(&fifo), "the FIFO was opened for reading");
+    let after = std::fs::metadata(&file)
+        .and_then(|m| m.accessed())
+        .expect("atime");
+    assert_eq!(after, atime, "the schema file was read");
+    // The atime check means something only where reads move atime.
+    let _ = std::fs::read(&file).expect("our own read");
+    let moved = std::fs::metadata(&file)
+        .and_then(|m| m.accessed())
+        .expect("atime")
+        != atime;
+    eprintln!("atime check effective: {moved}");
+}
+
+#[test]
+fn the_tripwires_catch_a_read() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fifo = dir.path().join("control.fifo");
+    let tripwire = Tripwire::new(&fifo);
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read(&fifo))
+    };
+    // Give the reader time to open it before the tripwire is released.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(tripwire.tripped(&fifo), "a read of the FIFO went unseen");
+    let _ = reader.join();
+    let listener = TcpListener::bind("127.0.0.1:0").expect("listener");
+    listener.set_nonblocking(true).expect("nonblocking");
+    let _c = std::net::TcpStream::connect(listener.local_addr().expect("addr")).expect("connect");
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert!(listener.accept().is_ok(), "a connection went unseen");
+}
