@@ -24,7 +24,11 @@
 //!   request's id and every `"$FRESH"` by a cursor never used before
 //! - `{"raw": "text"}`: the text as it is (no newline added), `$ID` replaced
 //! - `{"text_result": N}`: a text result of N bytes, streamed
-//! - `{"stderr": "text"}`, `{"sleep_ms": N}`, `{"exit": CODE}`
+//! - `{"echo": "ok" | "error" | "reject"}`: the call's `text` argument back,
+//!   as a text result, as a result with `isError`, or as JSON-RPC error
+//!   -32000 (for the soak, which checks every answer is its own request's)
+//! - `{"stderr": "text"}`, `{"exit": CODE}`
+//! - `{"sleep_ms": N}`, or `{"sleep_ms": [LO, HI]}` for a random pause
 #![forbid(unsafe_code)]
 
 use std::io::{self, BufRead, Write};
@@ -43,6 +47,7 @@ fn main() {
     let mut player = Player {
         out: io::BufWriter::with_capacity(64 * 1024, io::stdout().lock()),
         fresh: 0,
+        rng: u64::from(std::process::id()) | 1,
     };
     let mut line = Vec::new();
     let mut input = io::stdin().lock();
@@ -72,7 +77,7 @@ fn main() {
             _ => json!([{"line": {"jsonrpc": "2.0", "id": "$ID",
                                   "error": {"code": -32601, "message": "method not found"}}}]),
         };
-        player.play(id, &actions);
+        player.play(id, &message["params"], &actions);
     }
 }
 
@@ -89,10 +94,11 @@ fn pick(table: &Value, key: Option<&str>) -> Value {
 struct Player {
     out: io::BufWriter<io::StdoutLock<'static>>,
     fresh: u64,
+    rng: u64,
 }
 
 impl Player {
-    fn play(&mut self, id: &Value, actions: &Value) {
+    fn play(&mut self, id: &Value, params: &Value, actions: &Value) {
         for action in actions.as_array().into_iter().flatten() {
             if let Some(result) = action.get("result") {
                 let line = json!({"jsonrpc": "2.0", "id": id, "result": result});
@@ -106,7 +112,23 @@ impl Player {
                 self.text_result(id, n as usize);
             } else if let Some(text) = action["stderr"].as_str() {
                 eprintln!("{text}");
-            } else if let Some(ms) = action["sleep_ms"].as_u64() {
+            } else if let Some(how) = action["echo"].as_str() {
+                let text = params["arguments"]["text"].clone();
+                let content = json!([{"type": "text", "text": text}]);
+                let line = match how {
+                    "error" => json!({"jsonrpc": "2.0", "id": id,
+                                      "result": {"content": content, "isError": true}}),
+                    "reject" => json!({"jsonrpc": "2.0", "id": id,
+                                       "error": {"code": -32000, "message": text}}),
+                    _ => json!({"jsonrpc": "2.0", "id": id, "result": {"content": content}}),
+                };
+                self.line(&line);
+            } else if let Some(ms) = action.get("sleep_ms") {
+                let ms = match (ms.as_u64(), ms[0].as_u64(), ms[1].as_u64()) {
+                    (Some(ms), _, _) => ms,
+                    (None, Some(lo), Some(hi)) if hi >= lo => lo + self.random() % (hi - lo + 1),
+                    _ => die(&format!("bad sleep_ms {ms}")),
+                };
                 self.flush();
                 std::thread::sleep(Duration::from_millis(ms));
             } else if let Some(code) = action["exit"].as_i64() {
@@ -117,6 +139,14 @@ impl Player {
             }
         }
         self.flush();
+    }
+
+    /// xorshift64: enough to spread latencies, seeded by the pid.
+    fn random(&mut self) -> u64 {
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        self.rng
     }
 
     fn substitute(&mut self, v: &Value, id: &Value) -> Value {
