@@ -107,7 +107,8 @@ impl Connection {
             reason: "the client stopped waiting",
         };
         let _ = self.out.send(Out::Line(codec::request(id, method, params)));
-        match tokio::time::timeout(self.timeout, rx).await {
+        let mut rx = rx;
+        match tokio::time::timeout(self.timeout, &mut rx).await {
             Ok(answer) => {
                 guard.armed = false;
                 // A dropped sender means the reader ended without answering.
@@ -116,6 +117,11 @@ impl Connection {
             Err(_) => {
                 guard.reason = "timed out";
                 drop(guard);
+                // The answer may have come in the same instant the time ran
+                // out: then it was taken from `pending` and is waiting here.
+                if let Ok(answer) = rx.try_recv() {
+                    return answer;
+                }
                 let failure = Failure::Timeout(self.timeout);
                 self.fail(failure.clone());
                 Err(failure)
