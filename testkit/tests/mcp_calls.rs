@@ -96,7 +96,12 @@ async fn a_call_that_times_out_is_cancelled_and_fails_the_provider() {
         .await
         .expect_err("the provider failed");
     assert!(matches!(later, Error::Timeout { .. }), "{later:?}");
-    stop(p).await;
+    let pid = p.pid();
+    p.shutdown().await.expect("shutdown");
+    // Once shut down, a failed provider says so rather than its old fault.
+    let after = p.call_tool(call("fail")).await.expect_err("shut down");
+    assert!(matches!(after, Error::ShutDown { .. }), "{after:?}");
+    common::assert_gone(pid);
     let lines = received(&log);
     let hang = lines
         .iter()
