@@ -54,9 +54,7 @@ impl ArgumentSchema {
             return Err("the input schema is not a JSON object".to_owned());
         };
         if map.get("type") != Some(&Value::String("object".to_owned())) {
-            return Err(
-                "the input schema is not an object schema (\"type\": \"object\")".to_owned(),
-            );
+            return Err("the input schema is not of type \"object\"".to_owned());
         }
         let properties = match map.get("properties") {
             None => BTreeSet::new(),
@@ -64,10 +62,10 @@ impl ArgumentSchema {
             Some(_) => return Err("the input schema's \"properties\" is not an object".to_owned()),
         };
         // A hostile schema must not take the runtime down with it.
-        let compiled = catch_unwind(AssertUnwindSafe(|| jsonschema::validator_for(schema)))
-            .map_err(|_| {
-                "the input schema could not be compiled (the compiler panicked)".to_owned()
-            })?;
+        let compiled = catch_unwind(AssertUnwindSafe(|| {
+            jsonschema::options().offline().build(schema)
+        }))
+        .map_err(|_| "the input schema crashed the schema compiler".to_owned())?;
         let validator = compiled.map_err(|e| {
             format!(
                 "the input schema does not compile: {}",

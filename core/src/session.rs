@@ -307,7 +307,7 @@ impl Session {
                 &*inner.options.tokens,
             ),
             admitted: HashMap::new(),
-            family: HashMap::new(),
+            family: Vec::new(),
             described: Mutex::new(HashSet::new()),
         };
         if !selection.gateway {
@@ -331,7 +331,7 @@ impl Session {
         let mut capabilities = Vec::new();
         let mut unavailable = Vec::new();
         for slot in &slots {
-            turn.family.insert(slot.entry.id.clone(), Arc::clone(slot));
+            turn.family.push(Arc::clone(slot));
             match slot.state() {
                 Some(Ok(ready)) => {
                     for tool in &ready.tools {
@@ -613,7 +613,8 @@ pub struct Turn {
     read_only: bool,
     shown: Shown,
     admitted: HashMap<String, (Arc<Slot>, Arc<Ready>)>,
-    family: HashMap<String, Arc<Slot>>,
+    /// The selected providers, in registry order.
+    family: Vec<Arc<Slot>>,
     described: Mutex<HashSet<String>>,
 }
 
@@ -703,7 +704,8 @@ impl Turn {
         } else {
             index_text(&self.shown.capabilities)
         };
-        for (id, slot) in &self.family {
+        for slot in &self.family {
+            let id = &slot.entry.id;
             if let Some(Err(reason)) = slot.state() {
                 text.push_str(&format!(
                     "Provider `{id}` is unavailable ({reason}): none of its capabilities can be called in this session.\n"
@@ -715,7 +717,7 @@ impl Turn {
 
     fn resolve(&self, id: &CapabilityId) -> Resolved<'_> {
         let key = id.to_string();
-        if let Some(slot) = self.family.get(&id.provider) {
+        if let Some(slot) = self.family.iter().find(|s| s.entry.id == id.provider) {
             if let Some(Err(reason)) = slot.state() {
                 return Resolved::Unavailable(id.provider.clone(), reason);
             }

@@ -1,23 +1,7 @@
 //! Two crates registering the same kind name is an error, never a silent pick.
 
-use spear_capabilities::{
-    ConnectFuture, ConnectRequest, EntryProblem, Error, KindSettings, ProviderKind, find_kind,
-    kinds,
-};
-
-fn ok(_: &KindSettings) -> Vec<EntryProblem> {
-    Vec::new()
-}
-
-fn connect(r: ConnectRequest) -> ConnectFuture {
-    Box::pin(async move {
-        Err(Error::Start {
-            provider: r.provider,
-            reason: "test".into(),
-            stderr: String::new(),
-        })
-    })
-}
+use spear_capabilities::{Error, ProviderKind, find_kind, kinds};
+use spear_testkit::kinds::{accept_any as ok, started_elsewhere as connect};
 
 spear_capabilities::inventory::submit! { ProviderKind { name: "twice", keys: &[], validate: ok, connect } }
 spear_capabilities::inventory::submit! { ProviderKind { name: "twice", keys: &[], validate: ok, connect } }

@@ -6,8 +6,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use spear_capabilities::registry::{self, DEFAULT_TIMEOUT};
 use spear_capabilities::{
-    ConnectFuture, ConnectRequest, EntryProblem, Error, KindSettings, ProviderKind, Registry,
-    Scope, TaskClass, WritePolicy,
+    EntryProblem, Error, KindSettings, ProviderKind, Registry, Scope, TaskClass, WritePolicy,
 };
 use spear_testkit::RecordingSink;
 
@@ -18,18 +17,13 @@ fn validate(settings: &KindSettings) -> Vec<EntryProblem> {
     }
 }
 
-fn connect(r: ConnectRequest) -> ConnectFuture {
-    Box::pin(async move {
-        Err(Error::Start {
-            provider: r.provider,
-            reason: "test".into(),
-            stderr: String::new(),
-        })
-    })
-}
-
 spear_capabilities::inventory::submit! {
-    ProviderKind { name: "proc", keys: &["command", "env"], validate, connect }
+    ProviderKind {
+        name: "proc",
+        keys: &["command", "env"],
+        validate,
+        connect: spear_testkit::kinds::started_elsewhere,
+    }
 }
 
 const FILE: &str = "/etc/spear/capabilities.json";

@@ -1,49 +1,24 @@
 //! Which providers reach a turn (3.6.2) and the audit record of the decision.
 
-use std::path::Path;
+mod common;
 
 use serde_json::json;
-use spear_capabilities::{
-    ConnectFuture, ConnectRequest, Decision, EntryProblem, Error, KindSettings, ProviderKind,
-    Registry, Runtime, TaskKind, TurnContext, select,
-};
+use spear_capabilities::{Decision, Registry, Runtime, TaskKind, TurnContext, select};
 use spear_testkit::RecordingSink;
-
-fn ok(_: &KindSettings) -> Vec<EntryProblem> {
-    Vec::new()
-}
-fn connect(r: ConnectRequest) -> ConnectFuture {
-    Box::pin(async move {
-        Err(Error::Start {
-            provider: r.provider,
-            reason: "test".into(),
-            stderr: String::new(),
-        })
-    })
-}
-spear_capabilities::inventory::submit! { ProviderKind { name: "t", keys: &[], validate: ok, connect } }
 
 /// One registry of providers, one per way of being scoped.
 fn registry() -> Registry {
-    let text = json!({"providers": [
-        {"id": "everywhere", "kind": "t", "scope": "global"},
-        {"id": "fw-only", "kind": "t", "scope": "corpus fw, fw2"},
-        {"id": "embedded", "kind": "t", "scope": "family embedded"},
-        {"id": "tree", "kind": "t", "scope": "path /srv/fw"},
-        {"id": "nowhere", "kind": "t"},
-        {"id": "off", "kind": "t", "scope": "global", "enabled": false},
-        {"id": "asks", "kind": "t", "scope": "global", "tasks": ["general"]},
-        {"id": "mixed-only", "kind": "t", "scope": "global", "tasks": ["mixed"]}
-    ]})
-    .to_string();
-    let r = Registry::parse(
-        text.as_bytes(),
-        Path::new("/etc/spear/capabilities.json"),
-        &RecordingSink::new().1,
-    )
-    .expect("parses");
-    assert!(r.refused().is_empty(), "{:?}", r.refused());
-    r
+    let r = common::registry(json!([
+        {"id": "everywhere", "scope": "global"},
+        {"id": "fw-only", "scope": "corpus fw, fw2"},
+        {"id": "embedded", "scope": "family embedded"},
+        {"id": "tree", "scope": "path /srv/fw"},
+        {"id": "nowhere"},
+        {"id": "off", "scope": "global", "enabled": false},
+        {"id": "asks", "scope": "global", "tasks": ["general"]},
+        {"id": "mixed-only", "scope": "global", "tasks": ["mixed"]}
+    ]));
+    (*r).clone()
 }
 
 fn decisions(turn: &TurnContext) -> Vec<(String, Decision)> {

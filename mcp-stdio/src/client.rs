@@ -107,7 +107,8 @@ impl Connection {
             reason: "the client stopped waiting",
         };
         let _ = self.out.send(Out::Line(codec::request(id, method, params)));
-        match tokio::time::timeout(self.timeout, rx).await {
+        let mut rx = rx;
+        match tokio::time::timeout(self.timeout, &mut rx).await {
             Ok(answer) => {
                 guard.armed = false;
                 // A dropped sender means the reader ended without answering.
@@ -116,6 +117,11 @@ impl Connection {
             Err(_) => {
                 guard.reason = "timed out";
                 drop(guard);
+                // The answer may have come in the same instant the time ran
+                // out: then it was taken from `pending` and is waiting here.
+                if let Ok(answer) = rx.try_recv() {
+                    return answer;
+                }
                 let failure = Failure::Timeout(self.timeout);
                 self.fail(failure.clone());
                 Err(failure)
@@ -194,14 +200,33 @@ impl Drop for Pending<'_> {
 }
 
 async fn write_loop(mut stdin: tokio::process::ChildStdin, mut rx: mpsc::UnboundedReceiver<Out>) {
-    while let Some(Out::Line(line)) = rx.recv().await {
+    // Lines queued together go out in one write: many calls in flight then
+    // cost one system call, not one each.
+    let mut batch = Vec::new();
+    let mut close = false;
+    while !close {
+        match rx.recv().await {
+            Some(Out::Line(line)) => batch.extend_from_slice(&line),
+            Some(Out::Close) | None => break,
+        }
+        while batch.len() < 1024 * 1024 {
+            match rx.try_recv() {
+                Ok(Out::Line(line)) => batch.extend_from_slice(&line),
+                Ok(Out::Close) => {
+                    close = true;
+                    break;
+                }
+                Err(_) => break,
+            }
+        }
         // A server that stopped reading shows up on the reader side as EOF
         // or a timeout; here there is nothing more to do than stop.
-        if stdin.write_all(&line).await.is_err() || stdin.flush().await.is_err() {
+        if stdin.write_all(&batch).await.is_err() || stdin.flush().await.is_err() {
             return;
         }
+        batch.clear();
     }
-    // `Out::Close`, or the connection is gone: dropping stdin closes it.
+    // Closed, or the connection is gone: dropping stdin closes it.
 }
 
 async fn read_loop(

@@ -3,6 +3,7 @@
 use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -82,6 +83,9 @@ pub struct McpProvider {
     server: (String, String),
     options: Options,
     stopped: Mutex<bool>,
+    /// Set as shutdown begins: from then on every use is `ShutDown`, even
+    /// of a provider that had failed for another reason before.
+    shut_down: AtomicBool,
 }
 
 impl McpProvider {
@@ -117,6 +121,7 @@ impl McpProvider {
             server: Default::default(),
             options,
             stopped: Mutex::new(false),
+            shut_down: AtomicBool::new(false),
         };
         match provider.initialize().await {
             Ok(server) => {
@@ -173,6 +178,11 @@ impl McpProvider {
     }
 
     fn error(&self, failure: Failure, tool: &str) -> Error {
+        let failure = if self.shut_down.load(Ordering::SeqCst) {
+            Failure::ShutDown
+        } else {
+            failure
+        };
         failure.into_error(&self.id, tool, self.process.stderr_tail())
     }
 
@@ -259,6 +269,7 @@ impl Provider for McpProvider {
     }
 
     async fn shutdown(&self) -> Result<(), Error> {
+        self.shut_down.store(true, Ordering::SeqCst);
         let mut stopped = self.stopped.lock().await;
         if !*stopped {
             self.connection.fail(Failure::ShutDown);

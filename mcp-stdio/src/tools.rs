@@ -1,9 +1,9 @@
 //! Which offered tools are usable: names, duplicates and input schemas.
 
 use std::collections::HashMap;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use serde_json::Value;
+use spear_capabilities::checks::ArgumentSchema;
 use spear_capabilities::{RejectedTool, ToolList, ToolSpec};
 
 /// The most pages of `tools/list` followed before giving up.
@@ -78,33 +78,14 @@ fn shown(name: &str) -> String {
 
 /// Checks that `schema` is an object schema that compiles, offline.
 ///
-/// Offline means a `$ref` to anything outside the schema is refused without
-/// any fetch or file read (the crate is built without its resolvers, and the
-/// retriever refuses everything besides). Kept as one small function so it
-/// can move to the core, which compiles schemas again to check arguments.
+/// The core's own check ([`ArgumentSchema::compile`]), so that a provider
+/// and the gateway agree on what a usable schema is: a `$ref` to anything
+/// outside the schema is refused without any fetch or file read.
 ///
 /// # Errors
 /// Why the schema cannot be used, as a lower-case phrase.
 pub fn check_input_schema(schema: &Value) -> Result<(), String> {
-    let Value::Object(obj) = schema else {
-        return Err("its input schema is not a JSON object".into());
-    };
-    if obj.get("type").and_then(Value::as_str) != Some("object") {
-        return Err("its input schema is not of type \"object\"".into());
-    }
-    // A hostile schema must not take the runtime down with it.
-    let built = catch_unwind(AssertUnwindSafe(|| {
-        jsonschema::options()
-            .offline()
-            .build(schema)
-            .map(drop)
-            .map_err(|e| e.to_string())
-    }));
-    match built {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(e)) => Err(format!("its input schema does not compile: {e}")),
-        Err(_) => Err("its input schema crashed the schema compiler".into()),
-    }
+    ArgumentSchema::compile(schema).map(drop)
 }
 
 #[cfg(test)]
@@ -153,10 +134,10 @@ mod tests {
         assert!(r[0].0 == "bad name" && r[0].1.starts_with("its name is not"));
         assert_eq!(r[1].1, "the server offers 2 tools of this name");
         assert_eq!(r[2], r[1]);
-        assert_eq!(r[3].1, "its input schema is not a JSON object");
-        assert_eq!(r[4].1, "its input schema is not of type \"object\"");
+        assert_eq!(r[3].1, "the input schema is not a JSON object");
+        assert_eq!(r[4].1, "the input schema is not of type \"object\"");
         assert!(
-            r[5].1.starts_with("its input schema does not compile"),
+            r[5].1.starts_with("the input schema does not compile"),
             "{}",
             r[5].1
         );
@@ -174,7 +155,7 @@ mod tests {
             let schema = json!({"type": "object", "properties": {"a": {"$ref": target}}});
             let err = check_input_schema(&schema).expect_err(target);
             assert!(
-                err.starts_with("its input schema does not compile"),
+                err.starts_with("the input schema does not compile"),
                 "{err}"
             );
         }

@@ -8,7 +8,7 @@ mod gateway;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 
 use context::ContextArgs;
 use gateway::{Confirm, Mode};
@@ -57,12 +57,8 @@ enum Cmd {
     Turn {
         #[command(flatten)]
         context: ContextArgs,
-        /// The session's permission mode.
-        #[arg(long, value_enum, default_value_t = Mode::Ask)]
-        mode: Mode,
-        /// Answer every confirmation (ask mode) without asking.
-        #[arg(long, value_enum)]
-        confirm: Option<Confirm>,
+        #[command(flatten)]
+        permission: PermissionArgs,
         /// A command line the turn types (repeatable).
         #[arg(long = "command", value_name = "CMD")]
         commands: Vec<String>,
@@ -82,16 +78,23 @@ enum Cmd {
         arguments: Option<String>,
         #[command(flatten)]
         context: ContextArgs,
-        /// The session's permission mode.
-        #[arg(long, value_enum, default_value_t = Mode::Ask)]
-        mode: Mode,
-        /// Answer the confirmation (ask mode) without asking.
-        #[arg(long, value_enum)]
-        confirm: Option<Confirm>,
+        #[command(flatten)]
+        permission: PermissionArgs,
         /// Print the `answer` JSON object instead of text.
         #[arg(long)]
         json: bool,
     },
+}
+
+/// How WRITE capabilities are allowed.
+#[derive(Debug, Args)]
+struct PermissionArgs {
+    /// The session's permission mode.
+    #[arg(long, value_enum, default_value_t = Mode::Ask)]
+    mode: Mode,
+    /// Answer every confirmation (ask mode) without asking.
+    #[arg(long, value_enum)]
+    confirm: Option<Confirm>,
 }
 
 fn main() -> ExitCode {
@@ -116,24 +119,28 @@ fn main() -> ExitCode {
         Cmd::List { context, json } => runtime.block_on(gateway::list(&context, json)),
         Cmd::Turn {
             context,
-            mode,
-            confirm,
+            permission,
             commands,
             json,
-        } => runtime.block_on(gateway::turn(&context, mode, confirm, commands, json)),
+        } => runtime.block_on(gateway::turn(
+            &context,
+            permission.mode,
+            permission.confirm,
+            commands,
+            json,
+        )),
         Cmd::Invoke {
             id,
             arguments,
             context,
-            mode,
-            confirm,
+            permission,
             json,
         } => runtime.block_on(gateway::invoke(
             &context,
             &id,
             arguments.as_deref(),
-            mode,
-            confirm,
+            permission.mode,
+            permission.confirm,
             json,
         )),
     }

@@ -13,6 +13,7 @@
 
 pub mod conformance;
 mod connector;
+pub mod kinds;
 mod mock;
 pub mod procfs;
 mod recording;

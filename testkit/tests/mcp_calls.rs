@@ -81,13 +81,14 @@ async fn a_call_that_times_out_is_cancelled_and_fails_the_provider() {
     let log = dir.path().join("in.jsonl");
     let p = try_start(
         &["--log", log.to_str().expect("utf-8")],
-        options().with_timeout(Duration::from_millis(300)),
+        // Long enough for the handshake on a loaded machine.
+        options().with_timeout(Duration::from_secs(1)),
     )
     .await
     .expect("started");
     let err = p.call_tool(call("hang")).await.expect_err("timed out");
     assert!(
-        matches!(err, Error::Timeout { after, .. } if after == Duration::from_millis(300)),
+        matches!(err, Error::Timeout { after, .. } if after == Duration::from_secs(1)),
         "{err:?}"
     );
     let later = p
@@ -95,7 +96,12 @@ async fn a_call_that_times_out_is_cancelled_and_fails_the_provider() {
         .await
         .expect_err("the provider failed");
     assert!(matches!(later, Error::Timeout { .. }), "{later:?}");
-    stop(p).await;
+    let pid = p.pid();
+    p.shutdown().await.expect("shutdown");
+    // Once shut down, a failed provider says so rather than its old fault.
+    let after = p.call_tool(call("fail")).await.expect_err("shut down");
+    assert!(matches!(after, Error::ShutDown { .. }), "{after:?}");
+    common::assert_gone(pid);
     let lines = received(&log);
     let hang = lines
         .iter()

@@ -80,3 +80,20 @@ async fn no_blank_line_is_ever_written_to_the_server() {
     );
     assert!(methods.contains(&"(answer)".to_owned()), "{methods:?}");
 }
+
+#[tokio::test]
+async fn the_line_bound_is_configurable_and_named_in_the_error() {
+    let p = common::try_start(
+        &["--huge-line", "5000"],
+        common::options().with_max_line(4096),
+    )
+    .await
+    .expect("the handshake fits in 4 KiB");
+    let err = p.list_tools().await.expect_err("refused");
+    assert!(
+        err.to_string()
+            .contains("the server sent a line longer than the bound of 4096 bytes"),
+        "{err}"
+    );
+    stop(p).await;
+}

@@ -108,3 +108,34 @@ async fn a_server_started_through_sh_c_is_ended_with_everything_it_started() {
     );
     stop(p).await;
 }
+
+#[tokio::test]
+async fn dropping_an_unfinished_start_leaves_nothing_running() {
+    // The core drops a start that outlives its timeout; the server, already
+    // spawned and silent, must go with it, grandchild included.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pid_file = dir.path().join("pid");
+    let args = [
+        "--silent",
+        "--grandchild",
+        "--pid-file",
+        pid_file.to_str().expect("utf-8"),
+    ];
+    let dropped = tokio::time::timeout(
+        Duration::from_millis(300),
+        common::try_start(&args, options()),
+    )
+    .await;
+    assert!(dropped.is_err(), "the silent server answered");
+    let pid: u32 = std::fs::read_to_string(&pid_file)
+        .expect("the server started")
+        .parse()
+        .expect("a pid");
+    for _ in 0..100 {
+        if spear_testkit::procfs::stat(pid).is_none() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_gone(pid);
+}

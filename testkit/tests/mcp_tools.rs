@@ -113,13 +113,13 @@ async fn unusable_tools_are_reported_with_their_reason_and_the_rest_kept() {
     assert_eq!(rejected[2], rejected[1]);
     assert_eq!(
         rejected[3],
-        ("array_schema", "its input schema is not of type \"object\"")
+        ("array_schema", "the input schema is not of type \"object\"")
     );
     assert_eq!(rejected[4].0, "remote_ref");
     assert!(
         rejected[4]
             .1
-            .starts_with("its input schema does not compile"),
+            .starts_with("the input schema does not compile"),
         "{}",
         rejected[4].1
     );

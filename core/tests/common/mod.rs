@@ -7,26 +7,18 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use spear_capabilities::{
-    Audit, ConnectFuture, ConnectRequest, EntryProblem, Error, KindSettings, PermissionMode,
-    ProviderKind, Registry, Session, SessionOptions, TaskKind, TurnContext,
+    Audit, PermissionMode, ProviderKind, Registry, Session, SessionOptions, TaskKind, TurnContext,
 };
 use spear_testkit::{MockConnector, MockHandle, MockProvider, RecordingSink};
 
-fn ok(_: &KindSettings) -> Vec<EntryProblem> {
-    Vec::new()
+spear_capabilities::inventory::submit! {
+    ProviderKind {
+        name: "mock",
+        keys: &[],
+        validate: spear_testkit::kinds::accept_any,
+        connect: spear_testkit::kinds::started_elsewhere,
+    }
 }
-
-fn connect(r: ConnectRequest) -> ConnectFuture {
-    Box::pin(async move {
-        Err(Error::Start {
-            provider: r.provider,
-            reason: "the mock kind is started by MockConnector".into(),
-            stderr: String::new(),
-        })
-    })
-}
-
-spear_capabilities::inventory::submit! { ProviderKind { name: "mock", keys: &[], validate: ok, connect } }
 
 /// A registry of `entries` (each gets `"kind": "mock"`), all valid.
 pub fn registry(entries: Value) -> Arc<Registry> {

@@ -34,6 +34,7 @@ const USAGE: &str = "usage: spear-fixture-server [flags]
   --gather N            hold tools/call requests until N are in, then answer
                         them in reverse order
   --log FILE            append every line received to FILE
+  --pid-file FILE       write the fixture's pid to FILE at start
 
 tools: echo {text}, fail, reject, mixed, env, sleep {ms}, hang, crash, stray";
 
@@ -93,6 +94,11 @@ fn parse() -> Opts {
                         .open(&path)
                         .unwrap_or_else(|e| die(&format!("cannot open {path}: {e}"))),
                 );
+            }
+            "--pid-file" => {
+                let path = value();
+                std::fs::write(&path, std::process::id().to_string())
+                    .unwrap_or_else(|e| die(&format!("cannot write {path}: {e}")));
             }
             "--help" => {
                 println!("{USAGE}");
