@@ -15,6 +15,7 @@
 #![forbid(unsafe_code)]
 
 pub mod config;
+pub mod fuzzing;
 
 mod client;
 mod codec;

@@ -6,6 +6,8 @@
 //! - [`MockConnector`]: starts a session's providers as mocks, by id.
 //! - [`RecordingSink`]: an audit sink that keeps every record for assertions.
 //! - [`conformance`]: checks every provider implementation must pass.
+//! - [`fuzz`]: the bodies of the fuzz targets, for `cargo fuzz` and the
+//!   corpus replay alike.
 //! - [`procfs`]: what `/proc` says, to prove a server's processes are gone.
 //! - the binary `spear-fixture-server`: a scriptable MCP server over stdio
 //!   (`spear-fixture-server --help` lists what it can be told to do).
@@ -13,6 +15,7 @@
 
 pub mod conformance;
 mod connector;
+pub mod fuzz;
 pub mod kinds;
 mod mock;
 pub mod procfs;

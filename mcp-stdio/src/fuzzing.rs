@@ -1,0 +1,129 @@
+//! The reader's code driven from bytes, for the fuzz target `mcp_stdout` and
+//! its corpus replay: a server's whole stdout as one input.
+//!
+//! Not part of the client's API; public only so that the fuzz crate and the
+//! replay test run exactly what the reader task runs.
+
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
+
+use serde_json::Value;
+
+use crate::codec::{Incoming, LineReader, ReadError, decode};
+use crate::{content, tools};
+
+/// What [`read_stdout`] saw, line by line.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StdoutSummary {
+    /// Lines read before the end or the first line past the bound.
+    pub lines: usize,
+    /// Answers to requests.
+    pub responses: usize,
+    /// Requests from the server.
+    pub requests: usize,
+    /// Notifications.
+    pub notifications: usize,
+    /// Batches (a protocol fault).
+    pub batches: usize,
+    /// Lines that are not JSON-RPC.
+    pub junk: usize,
+    /// Tools a `tools/list`-shaped answer offered that were usable.
+    pub usable_tools: usize,
+    /// Whether reading stopped at a line past the bound.
+    pub too_long: bool,
+}
+
+/// Reads `input` as a server's stdout through the bounded line reader with
+/// a buffer of `buffer` bytes (so that lines arrive in pieces), lines of at
+/// most `limit` bytes; classifies every line; and maps every answer as the
+/// client would (a `tools` array through the tool checks, anything else
+/// through the call-result mapping).
+///
+/// # Panics
+/// When an invariant breaks: a line longer than `limit` or holding a
+/// newline, or the reader waiting on bytes that are all there. That is the
+/// point of fuzzing it.
+pub fn read_stdout(input: &[u8], buffer: usize, limit: usize) -> StdoutSummary {
+    let reader = tokio::io::BufReader::with_capacity(buffer.max(1), input);
+    let mut reader = LineReader::new(reader, limit);
+    let mut summary = StdoutSummary::default();
+    let mut cx = Context::from_waker(Waker::noop());
+    loop {
+        let next = {
+            let fut = pin!(reader.next_line());
+            match fut.poll(&mut cx) {
+                Poll::Ready(r) => r.map(|l| l.map(<[u8]>::to_vec)),
+                Poll::Pending => panic!("the reader waits on bytes that are all there"),
+            }
+        };
+        let line = match next {
+            Ok(Some(line)) => line,
+            Ok(None) => return summary,
+            Err(ReadError::TooLong) => {
+                summary.too_long = true;
+                return summary;
+            }
+            Err(ReadError::Io(e)) => panic!("reading a slice failed: {e}"),
+        };
+        assert!(line.len() <= limit, "a line of {} past {limit}", line.len());
+        assert!(!line.contains(&b'\n'), "a line holds a newline");
+        summary.lines += 1;
+        match decode(&line) {
+            Incoming::Response { outcome, .. } => {
+                summary.responses += 1;
+                if let Ok(result) = outcome {
+                    summary.usable_tools += map_answer(result);
+                }
+            }
+            Incoming::Request { .. } => summary.requests += 1,
+            Incoming::Notification => summary.notifications += 1,
+            Incoming::Batch => summary.batches += 1,
+            Incoming::Junk => summary.junk += 1,
+        }
+    }
+}
+
+/// Maps an answer as the client would; returns the usable tools it offers.
+fn map_answer(mut result: Value) -> usize {
+    if let Some(Value::Array(offered)) = result.get_mut("tools").map(Value::take) {
+        let n = offered.len();
+        let list = tools::sort_out(offered);
+        assert_eq!(
+            list.tools.len() + list.rejected.len(),
+            n,
+            "a tool went missing"
+        );
+        for t in &list.tools {
+            assert!(tools::valid_name(&t.name), "{:?} kept", t.name);
+        }
+        return list.tools.len();
+    }
+    let _ = content::call_result(result);
+    0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stdout_of_every_kind_is_summarised() {
+        let input = b"log line\n{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"tools\":[{\"name\":\"a\",\"inputSchema\":{\"type\":\"object\"}},{\"name\":\"b c\"}]}}\r\n\
+{\"jsonrpc\":\"2.0\",\"method\":\"x\"}\n{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n[1]\n\
+{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"t\"}]}}\n0123456789";
+        let s = read_stdout(input, 3, 400);
+        let want = StdoutSummary {
+            lines: 7,
+            responses: 2,
+            requests: 1,
+            notifications: 1,
+            batches: 1,
+            junk: 2,
+            usable_tools: 1,
+            too_long: false,
+        };
+        assert_eq!(s, want);
+        assert!(read_stdout(input, 3, 8).too_long);
+    }
+}
