@@ -249,7 +249,10 @@ impl Registry {
         let value: Value = serde_json::from_slice(bytes).map_err(|e| Error::RegistrySyntax {
             path: path.to_path_buf(),
             line: e.line(),
-            column: e.column(),
+            // serde_json says column 0 when the fault is before the first
+            // character of a line (an empty file, a cut-off last line);
+            // ours are 1-based, as editors count.
+            column: e.column().max(1),
             message: strip_position(&e.to_string()),
         })?;
         let shape = |message: &str| Error::RegistryShape {

@@ -339,6 +339,29 @@ fn syntax_errors_name_the_file_line_and_column() {
 }
 
 #[test]
+fn a_fault_before_a_lines_first_character_is_at_column_1() {
+    // Found by the `registry` fuzz target: serde_json's column 0.
+    for (text, want) in [
+        (
+            "",
+            "capabilities file /etc/spear/capabilities.json:1:1: EOF while parsing a value",
+        ),
+        (
+            "{\"providers\": [\n",
+            "capabilities file /etc/spear/capabilities.json:2:1: EOF while parsing a list",
+        ),
+    ] {
+        let err = Registry::parse(
+            text.as_bytes(),
+            Path::new(FILE),
+            &spear_capabilities::Audit::null(),
+        )
+        .expect_err("not JSON");
+        assert_eq!(err.to_string(), want);
+    }
+}
+
+#[test]
 fn the_file_must_be_an_object_of_providers() {
     for (text, want) in [
         ("[]", r#"expected an object {"providers": [...]}"#),
