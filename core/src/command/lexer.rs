@@ -507,6 +507,22 @@ mod tests {
     }
 
     #[test]
+    fn heredocs_left_open_end_at_the_end_of_the_line() {
+        // Found by the fuzzer: the later bodies are empty, at the line's end.
+        let line = "a <<A <<B\nx\n# c";
+        let lexed = lex(line);
+        let bodies: Vec<(usize, usize)> = lexed
+            .tokens
+            .iter()
+            .filter(|t| t.kind == TokenKind::HeredocBody)
+            .map(|t| (t.start, t.end))
+            .collect();
+        assert_eq!(bodies, [(10, 15), (15, 15)]);
+        let starts: Vec<usize> = lexed.tokens.iter().map(|t| t.start).collect();
+        assert!(starts.windows(2).all(|w| w[0] <= w[1]), "{starts:?}");
+    }
+
+    #[test]
     fn deep_nesting_keeps_the_texts_linear() {
         let n = 20_000;
         let line = format!("echo {}x{}", "\"$(a `b ".repeat(n), "`)\"".repeat(n));
