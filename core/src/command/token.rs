@@ -62,8 +62,9 @@ pub enum TokenKind {
     /// A control or redirection operator such as `;`, `&&`, `|&`, `(`, `)`,
     /// `>>` or `<<-`; its text is the line's `start..end`.
     Operator,
-    /// The opening of a substitution inside a word: `$(`, `$((` or a
-    /// backquote. It carries the depth of what it encloses.
+    /// The opening of something a word encloses: `$(`, `$((`, a backquote,
+    /// an array's `(` or an arithmetic command's `((`. It carries the depth
+    /// of what it encloses.
     SubstitutionOpen,
     /// The closing `)`, `))` or backquote of a substitution, at the depth of
     /// what it encloses.
