@@ -23,11 +23,13 @@
 //! (`{ spear-capability ...; }`, `! ...`, `then ...`), a prefix command
 //! (`time ...`, `sudo ...`), a redirection (`>out spear-capability`) or a `)`
 //! (a `case` pattern). A here-document body is data, even where a shell would
-//! expand `$(...)` in it.
+//! expand `$(...)` in it, and nothing inside `$((...))`, `((...))` or an
+//! array's `(...)` is a command.
 //!
 //! Once recognized, the command must stand alone on its line: only the
-//! `spear-capability` words, nothing before or after on any line (blank lines
-//! and white space around it do not matter; a quoted argument may span lines).
+//! `spear-capability` words, nothing before or after on any line, comments
+//! included (blank lines and white space around it do not matter, nor does a
+//! `\r\n` line ending; a quoted argument may span lines).
 //! Its words are split as a shell splits them (quotes removed, escapes
 //! applied) but never expanded: `$HOME`, `~`, `*`, `{a,b}` and `$(...)` stay
 //! literal. The forms are

@@ -38,7 +38,11 @@ fn check(rows: &[(&str, Expect)]) {
                 let want_args: Value = serde_json::from_str(json).expect("row's json");
                 id.to_string() == want && Value::Object(arguments.clone()) == want_args
             }
-            (Recognized::Ours(Err(refusal)), Refused(text)) => refusal.message().contains(text),
+            (Recognized::Ours(Err(refusal)), Refused(text)) => {
+                // "one short message": one line, bounded whatever the input.
+                let m = refusal.message();
+                m.contains(text) && !m.contains('\n') && m.chars().count() <= 240
+            }
             _ => false,
         };
         if !ok {
@@ -156,6 +160,15 @@ const AFTER_SEPARATORS: &[(&str, Expect)] = &[
     ),
     ("echo \\$(spear-capability list)", Refused(ALONE)),
     ("if true; then x; fi; spear-capability list", Refused(ALONE)),
+    (
+        "echo $((1<<2))\nspear-capability list",
+        Refused("`echo $((1<<2))` comes before it"),
+    ),
+    (
+        "((x <<= 1)); spear-capability list",
+        Refused("`((x <<= 1));` comes before it"),
+    ),
+    ("((x++))\nspear-capability list", Refused(ALONE)),
 ];
 
 /// Positions a shell would run but the manual does not list: not ours.
@@ -336,6 +349,8 @@ const LONGER_WORDS_AND_LOOK_ALIKES: &[(&str, Expect)] = &[
     ("spear\u{2010}capability list", Shell),
     ("spear-capability\u{200b} list", Shell),
     ("echo $((spear-capability))", Shell),
+    ("((spear-capability))", Shell),
+    ("(( spear-capability - 1 ))", Shell),
     ("arr=(spear-capability list)", Shell),
     ("echo ${x:-spear-capability}", Shell),
     ("spear-cap'ability list'", Shell),

@@ -26,13 +26,33 @@ pub fn lex(line: &str) -> Lexed {
         out: Lexed::default(),
         heredoc_next: None,
         heredocs: Vec::new(),
+        backquotes: 0,
     };
+    lexer.out.tokens.reserve(16);
     while lexer.pos < line.len() {
         lexer.step();
     }
     lexer.finish();
     lexer.out
 }
+
+/// Which bytes end a run of ordinary characters, as a table: a lookup per
+/// byte instead of a search through the list.
+type Specials = [bool; 256];
+
+const fn specials(list: &[u8]) -> Specials {
+    let mut table = [false; 256];
+    let mut i = 0;
+    while i < list.len() {
+        table[list[i] as usize] = true;
+        i += 1;
+    }
+    table
+}
+
+const UNQUOTED: Specials = specials(b" \t\r\n'\"\\$`;&|()<>");
+const DQUOTED: Specials = specials(b"\"\\$`");
+const BRACED: Specials = specials(b"\"{}'\\$`");
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum FrameKind {
@@ -87,6 +107,9 @@ struct Frame {
     /// Whether the next word to start stands in command position.
     cmd_pos: bool,
     word: Option<Word>,
+    /// The last word's text buffer, kept for the next word so that a line
+    /// costs a few allocations rather than one per word.
+    spare: String,
 }
 
 impl Frame {
@@ -96,6 +119,7 @@ impl Frame {
             open_at,
             cmd_pos: cmd_pos && !kind.nocmd(),
             word: None,
+            spare: String::new(),
         }
     }
 }
@@ -125,6 +149,8 @@ struct Lexer<'a> {
     heredoc_next: Option<bool>,
     /// Delimiters waiting for the end of the line: (delimiter, strip tabs).
     heredocs: Vec<(String, bool)>,
+    /// How many backquote frames are open (`` \` `` means something inside them).
+    backquotes: usize,
 }
 
 impl Lexer<'_> {
@@ -149,7 +175,7 @@ impl Lexer<'_> {
             let cmd_pos = std::mem::replace(&mut frame.cmd_pos, false);
             frame.word = Some(Word {
                 start: pos,
-                text: String::new(),
+                text: std::mem::take(&mut frame.spare),
                 cmd_pos,
                 dquote: None,
                 brace_depth: 0,
@@ -179,15 +205,18 @@ impl Lexer<'_> {
     fn end_word(&mut self) {
         let end = self.pos;
         let depth = self.depth();
-        let Some(word) = self.frame().word.take() else {
+        let Some(mut word) = self.frame().word.take() else {
             return;
         };
         if let Some(strip_tabs) = self.heredoc_next.take() {
             self.heredocs.push((word.text.clone(), strip_tabs));
         }
+        let text = self.out.push_text(&word.text);
+        word.text.clear();
+        self.frame().spare = word.text;
         self.push(
             TokenKind::Word {
-                text: word.text,
+                text,
                 command_position: word.cmd_pos,
             },
             word.start,
@@ -242,7 +271,7 @@ impl Lexer<'_> {
             b'$' => self.dollar(false),
             b'`' => self.backquote(),
             b';' | b'&' | b'|' | b'(' | b')' | b'<' | b'>' => self.operator(b),
-            _ => self.plain_run(b" \t\r\n'\"\\$`;&|()<>"),
+            _ => self.plain_run(&UNQUOTED),
         }
     }
 
@@ -255,16 +284,16 @@ impl Lexer<'_> {
             b'\\' => self.backslash(true),
             b'$' => self.dollar(true),
             b'`' => self.backquote(),
-            _ => self.plain_run(b"\"\\$`"),
+            _ => self.plain_run(&DQUOTED),
         }
     }
 
     /// Appends the run of ordinary characters at `pos` to the word.
-    fn plain_run(&mut self, specials: &[u8]) {
+    fn plain_run(&mut self, specials: &Specials) {
         let at = self.pos;
         let run = self.src.as_bytes()[at..]
             .iter()
-            .position(|b| specials.contains(b))
+            .position(|&b| specials[usize::from(b)])
             .unwrap_or(self.src.len() - at)
             .max(1);
         let text = &self.src[at..at + run];
@@ -282,12 +311,7 @@ impl Lexer<'_> {
             }
             Some('\n') => self.pos = at + 2,
             Some('\r') if self.byte(at + 2) == Some(b'\n') => self.pos = at + 3,
-            Some('`')
-                if self
-                    .frames
-                    .iter()
-                    .any(|f| matches!(f.kind, FrameKind::Backquote { .. })) =>
-            {
+            Some('`') if self.backquotes > 0 => {
                 self.pos = at + 1;
                 self.backquote_escaped(at);
             }
@@ -340,15 +364,15 @@ mod tests {
     /// Every word's text and whether it stands in command position, in the
     /// order words start.
     fn words(line: &str) -> Vec<(String, bool)> {
-        let mut tokens = lex(line).tokens;
+        let lexed = lex(line);
+        let mut tokens = lexed.tokens.clone();
         tokens.sort_by_key(|t| t.start);
         tokens
-            .into_iter()
+            .iter()
             .filter_map(|t| match t.kind {
                 TokenKind::Word {
-                    text,
-                    command_position,
-                } => Some((text, command_position)),
+                    command_position, ..
+                } => Some((lexed.text(t)?.to_owned(), command_position)),
                 _ => None,
             })
             .collect()
@@ -420,7 +444,7 @@ mod tests {
             lexed
                 .tokens
                 .iter()
-                .find(|t| matches!(&t.kind, TokenKind::Word { text: w, .. } if w == text))
+                .find(|t| lexed.text(t) == Some(text))
                 .map(|t| (&line[t.start..t.end], t.depth))
         };
         assert_eq!(find("ab"), Some(("ab", 0)));
@@ -468,6 +492,60 @@ mod tests {
         assert_eq!(open("a $'b"), Some((Construct::AnsiCQuote, 2)));
         assert_eq!(open("a \\"), Some((Construct::Backslash, 2)));
         assert_eq!(open("a 'b' \"c\" $(d) `e` ${f} $((1))"), None);
+    }
+
+    #[test]
+    fn top_level_tokens_come_in_the_lines_order() {
+        let line = "a \"$(b `c`)\" (d; e) <<X f\nbody\nX\n# g\nh=(i j) $((1))";
+        let starts: Vec<usize> = lex(line)
+            .tokens
+            .iter()
+            .filter(|t| t.depth == 0)
+            .map(|t| t.start)
+            .collect();
+        assert!(starts.windows(2).all(|w| w[0] < w[1]), "{starts:?}");
+    }
+
+    #[test]
+    fn heredocs_left_open_end_at_the_end_of_the_line() {
+        // Found by the fuzzer: the later bodies are empty, at the line's end.
+        let line = "a <<A <<B\nx\n# c";
+        let lexed = lex(line);
+        let bodies: Vec<(usize, usize)> = lexed
+            .tokens
+            .iter()
+            .filter(|t| t.kind == TokenKind::HeredocBody)
+            .map(|t| (t.start, t.end))
+            .collect();
+        assert_eq!(bodies, [(10, 15), (15, 15)]);
+        let starts: Vec<usize> = lexed.tokens.iter().map(|t| t.start).collect();
+        assert!(starts.windows(2).all(|w| w[0] <= w[1]), "{starts:?}");
+    }
+
+    #[test]
+    fn deep_nesting_keeps_the_texts_linear() {
+        let n = 20_000;
+        let line = format!("echo {}x{}", "\"$(a `b ".repeat(n), "`)\"".repeat(n));
+        let lexed = lex(&line);
+        assert_eq!(lexed.unterminated, None);
+        let total: usize = lexed
+            .tokens
+            .iter()
+            .filter_map(|t| lexed.text(t))
+            .map(str::len)
+            .sum();
+        assert!(
+            total <= 2 * line.len(),
+            "{total} bytes of text for {} bytes",
+            line.len()
+        );
+        let outer = lexed.tokens.last().expect("the outer word");
+        // The top-level word keeps its substitution whole, quotes removed.
+        let whole = &line[6..line.len() - 1];
+        assert!(
+            lexed.text(outer) == Some(whole),
+            "the outer word lost its text"
+        );
     }
 
     #[test]

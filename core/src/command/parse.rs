@@ -26,12 +26,12 @@ pub(super) fn parse(line: &str, lexed: &Lexed, name: usize) -> Result<Command, R
              type it as a command of its own"
         )));
     }
-    let mut after: Vec<_> = lexed
+    // Top-level tokens come in the line's order: only nested ones (inside
+    // a word's substitution) are reported before the word that holds them.
+    let after = lexed
         .tokens
         .iter()
-        .filter(|t| t.start > name_token.start && t.depth == 0)
-        .collect();
-    after.sort_by_key(|t| t.start);
+        .filter(|t| t.start > name_token.start && t.depth == 0);
     let mut words = Vec::new();
     let mut line_ended = false;
     // A word of digits glued to an operator is a redirection's fd: `2>&1`.
@@ -39,8 +39,9 @@ pub(super) fn parse(line: &str, lexed: &Lexed, name: usize) -> Result<Command, R
     for token in after {
         match &token.kind {
             TokenKind::Newline => line_ended = true,
-            TokenKind::Word { text, .. } if !line_ended => {
-                words.push(text.as_str());
+            TokenKind::Word { .. } if !line_ended => {
+                let text = lexed.text(token).unwrap_or_default();
+                words.push(text);
                 let digits = !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
                 prev_fd = digits.then_some((token.start, token.end));
             }

@@ -16,7 +16,7 @@ use super::{COMMAND_NAME, Recognized, parse, prefilter};
 /// Lines that cannot hold the name cost one scan of their bytes; only the
 /// others are lexed. Time is linear in the line's length.
 pub fn recognize(command_line: &str) -> Recognized {
-    if !prefilter::may_hold_name(command_line.as_bytes()) {
+    if !prefilter::may_hold_name(command_line) {
         return Recognized::NotOurs;
     }
     recognize_unfiltered(command_line)
@@ -33,7 +33,13 @@ pub fn recognize_unfiltered(command_line: &str) -> Recognized {
         .iter()
         .enumerate()
         .filter(|(_, t)| {
-            matches!(&t.kind, TokenKind::Word { text, command_position: true } if text == COMMAND_NAME)
+            matches!(
+                t.kind,
+                TokenKind::Word {
+                    command_position: true,
+                    ..
+                }
+            ) && lexed.text(t) == Some(COMMAND_NAME)
         })
         .min_by_key(|(_, t)| t.start)
         .map(|(i, _)| i);

@@ -1,6 +1,7 @@
 //! What the lexer reports: tokens with their place in the line.
 
 use std::fmt;
+use std::ops::Range;
 
 /// The lexer's view of one command line.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -10,6 +11,25 @@ pub struct Lexed {
     pub tokens: Vec<Token>,
     /// The innermost construct the line leaves open, if any.
     pub unterminated: Option<Unterminated>,
+    /// Every word's text, one after the other (one buffer, not one
+    /// allocation per word).
+    texts: String,
+}
+
+impl Lexed {
+    /// A word's text after quote removal; `None` for other tokens.
+    pub fn text(&self, token: &Token) -> Option<&str> {
+        match &token.kind {
+            TokenKind::Word { text, .. } => self.texts.get(text.clone()),
+            _ => None,
+        }
+    }
+
+    pub(super) fn push_text(&mut self, text: &str) -> Range<usize> {
+        let start = self.texts.len();
+        self.texts.push_str(text);
+        start..self.texts.len()
+    }
 }
 
 /// One token: what it is, where it lies and how deep it is nested.
@@ -29,11 +49,12 @@ pub struct Token {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum TokenKind {
-    /// A word, with the text a shell's quote removal makes of it (nothing
-    /// expanded: a `$(...)` inside stays as written).
+    /// A word. Its text is what a shell's quote removal makes of it, with
+    /// nothing expanded: a `$(...)` inside a top-level word stays as written
+    /// (inside a substitution, only its opener is kept).
     Word {
-        /// The word after quote removal.
-        text: String,
+        /// Where [`Lexed::text`] finds the word's text.
+        text: Range<usize>,
         /// Whether it stands where a shell runs a command (see the module
         /// docs for the list of positions).
         command_position: bool,
@@ -41,8 +62,9 @@ pub enum TokenKind {
     /// A control or redirection operator such as `;`, `&&`, `|&`, `(`, `)`,
     /// `>>` or `<<-`; its text is the line's `start..end`.
     Operator,
-    /// The opening of a substitution inside a word: `$(`, `$((` or a
-    /// backquote. It carries the depth of what it encloses.
+    /// The opening of something a word encloses: `$(`, `$((`, a backquote,
+    /// an array's `(` or an arithmetic command's `((`. It carries the depth
+    /// of what it encloses.
     SubstitutionOpen,
     /// The closing `)`, `))` or backquote of a substitution, at the depth of
     /// what it encloses.

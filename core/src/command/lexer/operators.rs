@@ -75,6 +75,12 @@ impl Lexer<'_> {
             if array {
                 return self.open_in_word(FrameKind::Array, at, 1);
             }
+            // `((...))` in command position is arithmetic, as in bash: its
+            // `<<` is a shift, not a here-document.
+            let frame = self.frame();
+            if frame.word.is_none() && frame.cmd_pos && starts("((") {
+                return self.open_in_word(FrameKind::Arith, at, 2);
+            }
             self.end_word();
             let nocmd = kind.nocmd();
             self.push(TokenKind::Operator, at, at + 1, self.depth());
@@ -104,6 +110,7 @@ impl Lexer<'_> {
         self.push(TokenKind::Operator, at, at + op.len(), self.depth());
         self.pos = at + op.len();
         self.heredoc_next = match op {
+            _ if kind.nocmd() => None,
             "<<" => Some(false),
             "<<-" => Some(true),
             _ => None,

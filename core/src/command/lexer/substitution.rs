@@ -1,6 +1,6 @@
 //! `$(...)`, `$((...))`, backquotes, `${...}` and the other `$` forms.
 
-use super::{Frame, FrameKind, Lexer};
+use super::{BRACED, Frame, FrameKind, Lexer};
 use crate::command::ansi_c;
 use crate::command::token::{Construct, TokenKind};
 
@@ -44,7 +44,7 @@ impl Lexer<'_> {
             _ => {
                 let run = self.src.as_bytes()[at..]
                     .iter()
-                    .position(|b| b"\"{}'\\$`".contains(b))
+                    .position(|&b| BRACED[usize::from(b)])
                     .unwrap_or(self.src.len() - at);
                 run.max(1)
             }
@@ -100,6 +100,9 @@ impl Lexer<'_> {
         self.word();
         self.pos = at + len;
         self.frames.push(Frame::new(kind, at, true));
+        if matches!(kind, FrameKind::Backquote { .. }) {
+            self.backquotes += 1;
+        }
         self.push(TokenKind::SubstitutionOpen, at, at + len, self.depth());
     }
 
@@ -109,6 +112,9 @@ impl Lexer<'_> {
         let end = (self.pos + len).min(self.src.len());
         let depth = self.depth();
         let frame = self.frames.pop().expect("only called above the top frame");
+        if matches!(frame.kind, FrameKind::Backquote { .. }) {
+            self.backquotes -= 1;
+        }
         self.pos = end;
         self.heredoc_next = None;
         // At the end of the line (`len == 0`) there is no closer to report.
@@ -116,7 +122,16 @@ impl Lexer<'_> {
             if len > 0 {
                 self.push(TokenKind::SubstitutionClose, end - len, end, depth);
             }
-            let raw = &self.src[frame.open_at..end];
+            // A top-level word keeps its substitutions verbatim (they may be
+            // a command's arguments). Deeper, only the opener is kept: such a
+            // word is never the name, and copying every level's source into
+            // every enclosing word would cost time quadratic in the nesting.
+            let keep = if self.depth() == 0 {
+                end
+            } else {
+                frame.open_at + 1
+            };
+            let raw = &self.src[frame.open_at..keep];
             self.word().text.push_str(raw);
         } else {
             if len > 0 {
