@@ -6,6 +6,7 @@
 use std::collections::HashSet;
 use std::path::Path;
 
+use spear_capabilities::command::{TokenKind, lex, recognize, recognize_unfiltered};
 use spear_capabilities::framing::{
     MAX_RESULT_CHARS, block, frame_with_token, json_text, one_line, strip,
 };
@@ -13,7 +14,7 @@ use spear_capabilities::registry::MAX_ID_LEN;
 use spear_capabilities::{Audit, Error, Registry};
 
 /// The names of the targets, as directories of `fuzz/corpus/`.
-pub const TARGETS: [&str; 3] = ["mcp_stdout", "registry", "framing"];
+pub const TARGETS: [&str; 4] = ["lexer", "mcp_stdout", "registry", "framing"];
 
 /// Runs target `name` on `data`.
 ///
@@ -21,11 +22,46 @@ pub const TARGETS: [&str; 3] = ["mcp_stdout", "registry", "framing"];
 /// On an unknown name, and wherever the target finds a broken invariant.
 pub fn run(name: &str, data: &[u8]) {
     match name {
+        "lexer" => lexer(data),
         "mcp_stdout" => mcp_stdout(data),
         "registry" => registry(data),
         "framing" => framing(data),
         _ => panic!("no fuzz target {name}"),
     }
+}
+
+/// A command line through the lexer and the recognizer: no panic, spans
+/// inside the line and on character boundaries, every word with its text,
+/// top-level tokens in the line's order, and a pre-filter that never changes
+/// an answer.
+pub fn lexer(data: &[u8]) {
+    let Ok(line) = std::str::from_utf8(data) else {
+        return;
+    };
+    let lexed = lex(line);
+    let mut last_top = None;
+    for t in &lexed.tokens {
+        assert!(
+            t.start <= t.end && t.end <= line.len(),
+            "span out of the line"
+        );
+        assert!(line.is_char_boundary(t.start) && line.is_char_boundary(t.end));
+        if matches!(t.kind, TokenKind::Word { .. }) {
+            assert!(lexed.text(t).is_some(), "a word without its text");
+        }
+        if t.depth == 0 {
+            // Empty here-document bodies at the end of the line share a start.
+            assert!(
+                last_top.is_none_or(|s| s <= t.start),
+                "top-level tokens out of order"
+            );
+            last_top = Some(t.start);
+        }
+    }
+    if let Some(open) = lexed.unterminated {
+        assert!(open.start < line.len());
+    }
+    assert_eq!(recognize(line), recognize_unfiltered(line));
 }
 
 /// A server's stdout through the bounded line reader and the message
@@ -122,6 +158,7 @@ mod tests {
 
     #[test]
     fn each_target_accepts_its_plain_case() {
+        run("lexer", b"cd x && spear-capability invoke a/b '{}'");
         run(
             "mcp_stdout",
             b"\x05\x10{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n",

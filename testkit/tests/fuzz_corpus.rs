@@ -26,8 +26,17 @@ fn replay(target: &str) {
     for file in files {
         let data = std::fs::read(&file).expect("readable");
         let outcome = std::panic::catch_unwind(|| fuzz::run(target, &data));
-        assert!(outcome.is_ok(), "{target}: {} breaks an invariant", file.display());
+        assert!(
+            outcome.is_ok(),
+            "{target}: {} breaks an invariant",
+            file.display()
+        );
     }
+}
+
+#[test]
+fn the_lexer_corpus_replays() {
+    replay("lexer");
 }
 
 #[test]
