@@ -180,8 +180,41 @@ impl ServerProcess {
     }
 
     fn group_alive(&self) -> bool {
-        test_kill_process_group(self.pgid).is_ok()
+        test_kill_process_group(self.pgid).is_ok() && live_members(self.pgid).is_none_or(|n| n > 0)
     }
+}
+
+/// How many members of group `pgid` have not ended, where `/proc` says.
+///
+/// A member that ended but was not reaped yet still makes the group exist
+/// for `kill`. Such an orphan (a grandchild whose parent, the server, is
+/// gone) waits for pid 1, which in many containers reaps slowly or never:
+/// counting it as alive made every shutdown of a server with a grandchild
+/// wait the whole `term_grace` and then signal a group of zombies.
+fn live_members(pgid: Pid) -> Option<usize> {
+    let pgid = pgid.as_raw_nonzero().get();
+    let dir = std::fs::read_dir("/proc").ok()?;
+    let live = dir
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
+        .filter(|stat| {
+            // The command name may hold spaces and parentheses: split after the last ')'.
+            let mut fields = stat
+                .rsplit_once(')')
+                .map(|(_, r)| r)
+                .unwrap_or("")
+                .split_whitespace();
+            let state = fields.next();
+            let group = fields.nth(1).and_then(|g| g.parse::<i32>().ok());
+            group == Some(pgid) && state != Some("Z") && state != Some("X")
+        })
+        .count();
+    Some(live)
 }
 
 impl Drop for ServerProcess {

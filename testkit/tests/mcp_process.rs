@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{FIXTURE, assert_gone, call, options, start, stop, text_of};
+use common::{FIXTURE, assert_gone, call, options, start, stop, text_of, try_start};
 use spear_capabilities::Provider;
 use spear_mcp_stdio::{McpProvider, ServerConfig};
 use spear_testkit::procfs::group_survivors;
@@ -42,6 +42,20 @@ async fn shutdown_ends_the_server_and_its_grandchild_and_reaps() {
     let pid = p.pid();
     assert!(group_survivors(pid).len() >= 2, "no grandchild running");
     stop(p).await;
+}
+
+#[tokio::test]
+async fn an_unreaped_grandchild_does_not_hold_shutdown_for_the_term_grace() {
+    // The grandchild ends on SIGTERM as an orphan whose reaping is pid 1's;
+    // in containers that is slow or never. A zombie is not a survivor.
+    let options = options().with_grace(Duration::from_secs(2), Duration::from_secs(5));
+    let p = try_start(&["--grandchild"], options).await.expect("starts");
+    let pid = p.pid();
+    let began = Instant::now();
+    p.shutdown().await.expect("shutdown");
+    let took = began.elapsed();
+    assert_gone(pid);
+    assert!(took < Duration::from_millis(800), "shutdown took {took:?}");
 }
 
 #[tokio::test]
