@@ -84,6 +84,21 @@ pub fn read_stdout(input: &[u8], buffer: usize, limit: usize) -> StdoutSummary {
     }
 }
 
+/// The `mcp_stdout` fuzz target: the first byte picks the read buffer (so
+/// lines arrive in pieces), the second the line bound, the rest is stdout.
+///
+/// # Panics
+/// As [`read_stdout`], and when a line goes unclassified.
+pub fn fuzz_stdout(data: &[u8]) {
+    let (buffer, limit, input) = match data {
+        [b, l, rest @ ..] => (usize::from(*b % 64) + 1, usize::from(*l) * 16 + 1, rest),
+        _ => (1, 1, data),
+    };
+    let s = read_stdout(input, buffer, limit);
+    let kinds = s.responses + s.requests + s.notifications + s.batches + s.junk;
+    assert_eq!(kinds, s.lines, "{s:?}");
+}
+
 /// Maps an answer as the client would; returns the usable tools it offers.
 fn map_answer(mut result: Value) -> usize {
     if let Some(Value::Array(offered)) = result.get_mut("tools").map(Value::take) {
@@ -125,5 +140,6 @@ mod tests {
         };
         assert_eq!(s, want);
         assert!(read_stdout(input, 3, 8).too_long);
+        fuzz_stdout(b"\x05\x10{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n");
     }
 }

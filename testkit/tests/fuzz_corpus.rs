@@ -25,7 +25,10 @@ fn replay(target: &str) {
     assert!(files.len() >= 5, "{target}: only {} seeds", files.len());
     for file in files {
         let data = std::fs::read(&file).expect("readable");
-        let outcome = std::panic::catch_unwind(|| fuzz::run(target, &data));
+        let outcome = std::panic::catch_unwind(|| match target {
+            "mcp_stdout" => spear_mcp_stdio::fuzzing::fuzz_stdout(&data),
+            _ => fuzz::run(target, &data),
+        });
         assert!(
             outcome.is_ok(),
             "{target}: {} breaks an invariant",
@@ -56,7 +59,7 @@ fn the_framing_corpus_replays() {
 
 #[test]
 fn every_target_has_a_corpus() {
-    for target in fuzz::TARGETS {
+    for target in fuzz::TARGETS.into_iter().chain(["mcp_stdout"]) {
         assert!(!corpus(target).is_empty(), "{target}");
     }
 }
