@@ -60,7 +60,13 @@ async fn names_with_spaces_slashes_unicode_empty_long_or_twice_are_left_out() {
         assert!(r["tool"].as_str().expect("name").chars().count() <= 200);
         assert!(!r["reason"].as_str().expect("reason").is_empty());
     }
-    let started = &b.sink.named("provider_started")[1];
+    // Providers start concurrently: find hostile's record, not the second.
+    let started = b
+        .sink
+        .named("provider_started")
+        .into_iter()
+        .find(|r| r["provider"] == "hostile")
+        .expect("hostile started");
     assert_eq!(
         (
             started["tools"].as_u64(),
