@@ -1,0 +1,68 @@
+//! Every client of the benchmarks does the work it is timed for, against
+//! the fixture server: a benchmark of a client that fails fast is no figure.
+
+use spear_benches::fixture::{TEN_THOUSAND_TOOLS, fixture_server};
+use spear_benches::floor::Floor;
+use spear_benches::ours::{self, Gateway};
+use spear_benches::{ECHO_TEXT, official};
+use spear_capabilities::Provider;
+
+#[test]
+fn the_floor_echoes_keeps_calls_in_flight_and_lists_every_page() {
+    let fixture = fixture_server().expect("fixture");
+    let mut floor = Floor::start(&fixture, &[]).expect("starts");
+    assert_eq!(floor.call_echo().expect("echo"), ECHO_TEXT);
+    for window in [1, 8, 64] {
+        floor.calls_in_flight(500, window).expect("calls");
+    }
+    // Its ids stay in step after the windows: the next echo is answered as its own.
+    assert_eq!(floor.call_echo().expect("echo"), ECHO_TEXT);
+    assert_eq!(floor.list_all().expect("listed").len(), 9);
+    let mut big = Floor::start(&fixture, TEN_THOUSAND_TOOLS).expect("starts");
+    let tools = big.list_all().expect("listed");
+    assert_eq!(tools.len(), 10_000);
+    assert_eq!(tools[9_999]["name"], "gen_9990");
+}
+
+#[tokio::test]
+async fn mcp_stdio_and_the_gateway_echo_and_list_every_page() {
+    let fixture = fixture_server().expect("fixture");
+    let provider = ours::start(&fixture, TEN_THOUSAND_TOOLS)
+        .await
+        .expect("starts");
+    ours::call_echo(&provider).await.expect("echo");
+    assert_eq!(
+        provider.list_tools().await.expect("listed").tools.len(),
+        10_000
+    );
+    provider.shutdown().await.expect("stops");
+
+    let gateway = Gateway::open(&fixture, &[]).await.expect("opens");
+    gateway.call_echo(&ours::invoke_line()).await.expect("echo");
+    let wrong = gateway
+        .call_echo("spear-capability invoke fx/echo '{\"nope\": 1}'")
+        .await;
+    assert!(wrong.is_err(), "an argument outside the schema is refused");
+    gateway.close().await;
+}
+
+#[tokio::test]
+async fn rmcp_speaks_2025_06_18_echoes_and_lists_every_page() {
+    let fixture = fixture_server().expect("fixture");
+    let log = tempfile::NamedTempFile::new().expect("temp file");
+    let log_path = log.path().display().to_string();
+    let mut args = vec!["--log", &log_path];
+    args.extend_from_slice(TEN_THOUSAND_TOOLS);
+    let client = official::start(&fixture, &args).await.expect("starts");
+    official::call_echo(&client).await.expect("echo");
+    assert_eq!(
+        official::list_all(&client).await.expect("listed").len(),
+        10_000
+    );
+    official::close(client).await;
+    let sent = std::fs::read_to_string(log.path()).expect("log");
+    let first: serde_json::Value =
+        serde_json::from_str(sent.lines().next().expect("a line")).expect("json");
+    assert_eq!(first["method"], "initialize");
+    assert_eq!(first["params"]["protocolVersion"], "2025-06-18");
+}
