@@ -90,7 +90,11 @@ impl Connection {
     ///
     /// On timeout the server is told the request is cancelled and the whole
     /// connection fails: a provider that times out is left out.
-    pub(crate) async fn request(&self, method: &str, params: Value) -> Answer {
+    pub(crate) async fn request<P: serde::Serialize + ?Sized>(
+        &self,
+        method: &str,
+        params: &P,
+    ) -> Answer {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         {

@@ -7,7 +7,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::{Map, Value, json};
 use spear_capabilities::{CallRequest, CallResult, Error, Provider, ProviderInfo, ToolList};
 use tokio::sync::Mutex;
 
@@ -69,6 +70,14 @@ impl Options {
         self.term_grace = term_grace;
         self
     }
+}
+
+/// The params of `tools/call`, serialised as they are: no `Value` is built
+/// for them on the way.
+#[derive(Serialize)]
+struct CallParams<'a> {
+    name: &'a str,
+    arguments: &'a Map<String, Value>,
 }
 
 /// A running MCP server over stdio.
@@ -142,7 +151,7 @@ impl McpProvider {
             "capabilities": {},
             "clientInfo": {"name": "spear-capabilities", "version": env!("CARGO_PKG_VERSION")},
         });
-        let answer = match self.connection.request("initialize", params).await {
+        let answer = match self.connection.request("initialize", &params).await {
             Err(Failure::Rejected { code, message }) => {
                 return Err(Failure::Start(format!(
                     "the server refused to initialize: error {code}: {message}"
@@ -195,7 +204,7 @@ impl McpProvider {
                 Some(c) => json!({ "cursor": c }),
                 None => json!({}),
             };
-            let mut page = self.connection.request("tools/list", params).await?;
+            let mut page = self.connection.request("tools/list", &params).await?;
             let Some(Value::Array(tools)) = page.get_mut("tools").map(Value::take) else {
                 return Err(Failure::Protocol(
                     "a tools/list page has no tools array".into(),
@@ -227,8 +236,11 @@ impl McpProvider {
     }
 
     async fn call(&self, request: CallRequest) -> Result<CallResult, Failure> {
-        let params = json!({"name": request.tool, "arguments": request.arguments});
-        let answer = self.connection.request("tools/call", params).await?;
+        let params = CallParams {
+            name: &request.tool,
+            arguments: &request.arguments,
+        };
+        let answer = self.connection.request("tools/call", &params).await?;
         content::call_result(answer).map_err(Failure::Protocol)
     }
 }

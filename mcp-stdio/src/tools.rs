@@ -23,8 +23,9 @@ pub(crate) fn sort_out(offered: Vec<Value>) -> ToolList {
     }
     let mut tools = Vec::new();
     let mut rejected = Vec::new();
+    let mut checked = SchemaChecks::default();
     for tool in offered {
-        match usable(tool, &counts) {
+        match usable(tool, &counts, &mut checked) {
             Ok(spec) => tools.push(spec),
             Err(r) => rejected.push(r),
         }
@@ -32,7 +33,34 @@ pub(crate) fn sort_out(offered: Vec<Value>) -> ToolList {
     ToolList::new(tools).with_rejected(rejected)
 }
 
-fn usable(tool: Value, counts: &HashMap<String, usize>) -> Result<ToolSpec, RejectedTool> {
+/// The verdict on each distinct input schema of one listing.
+///
+/// Compiling a schema costs tens of microseconds, far more than reading the
+/// tool; servers repeat schemas (every tool without arguments has the same
+/// one), and one schema's verdict does not depend on the tool it is on.
+#[derive(Default)]
+struct SchemaChecks {
+    verdicts: HashMap<String, Result<(), String>>,
+}
+
+impl SchemaChecks {
+    fn check(&mut self, schema: &Value) -> Result<(), String> {
+        // Objects serialise with sorted keys, so equal schemas share a key.
+        let key = schema.to_string();
+        if let Some(verdict) = self.verdicts.get(&key) {
+            return verdict.clone();
+        }
+        let verdict = check_input_schema(schema);
+        self.verdicts.insert(key, verdict.clone());
+        verdict
+    }
+}
+
+fn usable(
+    tool: Value,
+    counts: &HashMap<String, usize>,
+    checked: &mut SchemaChecks,
+) -> Result<ToolSpec, RejectedTool> {
     let Value::Object(mut tool) = tool else {
         return Err(RejectedTool::new("", "the tool is not a JSON object"));
     };
@@ -52,7 +80,7 @@ fn usable(tool: Value, counts: &HashMap<String, usize>) -> Result<ToolSpec, Reje
         _ => {}
     }
     let schema = tool.remove("inputSchema").unwrap_or(Value::Null);
-    check_input_schema(&schema).map_err(reject)?;
+    checked.check(&schema).map_err(reject)?;
     let mut spec = ToolSpec::new(name, schema);
     if let Some(Value::String(title)) = tool.remove("title") {
         spec = spec.with_title(title);
@@ -143,6 +171,33 @@ mod tests {
         );
         assert_eq!(r[6].1, "the tool has no name");
         assert_eq!(r[7].1, "the tool is not a JSON object");
+    }
+
+    #[test]
+    fn a_schema_shared_by_tools_gets_the_same_verdict_on_each() {
+        let broken = json!({"type": "object", "properties": {"a": {"type": 5}}});
+        let good = json!({"type": "object", "properties": {"a": {"type": "string"}}});
+        // The same schema with its keys in another order.
+        let reordered: Value =
+            serde_json::from_str(r#"{"properties": {"a": {"type": "string"}}, "type": "object"}"#)
+                .expect("json");
+        let list = sort_out(vec![
+            json!({"name": "b1", "inputSchema": broken}),
+            json!({"name": "g1", "inputSchema": good}),
+            json!({"name": "b2", "inputSchema": broken}),
+            json!({"name": "g2", "inputSchema": reordered}),
+        ]);
+        let kept: Vec<_> = list.tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(kept, ["g1", "g2"]);
+        let r = reasons(&list);
+        assert_eq!(r.len(), 2, "{r:?}");
+        assert_eq!((r[0].0.as_str(), r[1].0.as_str()), ("b1", "b2"));
+        assert_eq!(r[0].1, r[1].1);
+        assert!(
+            r[0].1.starts_with("the input schema does not compile"),
+            "{}",
+            r[0].1
+        );
     }
 
     #[test]
