@@ -13,7 +13,8 @@ pub const TEN_THOUSAND_TOOLS: &[&str] = &["--tools", "9991", "--page-size", "100
 
 /// The fixture binary: `$SPEAR_FIXTURE_SERVER`, else the one in the
 /// running executable's profile folder (`target/<profile>/` for a bench or
-/// test in `target/<profile>/deps/`), built there if it is missing.
+/// test in `target/<profile>/deps/`, an example in `.../examples/`), built
+/// there if it is missing.
 ///
 /// # Errors
 /// When it is not there and cannot be built.
@@ -23,7 +24,7 @@ pub fn fixture_server() -> Result<PathBuf, String> {
     }
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
     let mut dir = exe.parent().ok_or("this executable has no folder")?;
-    if dir.ends_with("deps") {
+    if dir.ends_with("deps") || dir.ends_with("examples") {
         dir = dir.parent().ok_or("deps has no parent")?;
     }
     let path = dir.join("spear-fixture-server");

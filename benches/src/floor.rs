@@ -144,9 +144,10 @@ impl Floor {
         }
     }
 
-    /// `total` echo calls with up to `window` in flight: it writes as many
-    /// requests as have been answered whenever it has read every answer it
-    /// holds, so each write and each read carries many messages.
+    /// `total` echo calls with up to `window` in flight: once it has read
+    /// every answer it holds and at most half the window is still in flight,
+    /// it tops the window up in one write, so each write and each read
+    /// carries many messages.
     ///
     /// # Errors
     /// When the pipe fails or an answer is not a result.
@@ -154,7 +155,9 @@ impl Floor {
         let window = window.max(1);
         let (mut sent, mut done) = (0, 0);
         while done < total {
-            if self.stdout.buffer().is_empty() {
+            // Refilling at half the window batches many requests per write
+            // without letting the server run dry.
+            if self.stdout.buffer().is_empty() && sent - done <= window / 2 {
                 let room = window - (sent - done);
                 for _ in 0..room.min(total - sent) {
                     self.queue_echo();

@@ -31,11 +31,22 @@ fn is_hidden(c: char) -> bool {
         | '\u{1d173}'..='\u{1d17a}')
 }
 
+/// A byte that `strip` keeps as it is, whatever surrounds it: printable
+/// ASCII, tab and newline. Every other byte (controls, `\r`, escape, DEL and
+/// the bytes of non-ASCII characters) may start something to remove.
+fn plain_byte(b: u8) -> bool {
+    matches!(b, b'\t' | b'\n' | b' '..=b'~')
+}
+
 /// Removes ANSI escape sequences (CSI, OSC, and two-character escapes, in
 /// their 7-bit and 8-bit forms) and every hidden character; keeps newlines
 /// and tabs; turns `\r\n`, lone `\r` and the Unicode line and paragraph
 /// separators into `\n`.
 pub fn strip(text: &str) -> String {
+    // Most results are plain ASCII with newlines and tabs: nothing to remove.
+    if text.bytes().all(plain_byte) {
+        return text.to_owned();
+    }
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
@@ -101,6 +112,10 @@ pub fn block(text: &str, max: usize) -> String {
 }
 
 fn cap(text: &str, max: usize, mark: impl Fn(usize) -> String) -> String {
+    // No more bytes than the bound means no more characters either.
+    if text.len() <= max {
+        return text.to_owned();
+    }
     match text.char_indices().nth(max) {
         None => text.to_owned(),
         Some(_) => {
@@ -119,7 +134,16 @@ fn cap(text: &str, max: usize, mark: impl Fn(usize) -> String) -> String {
 /// survive as raw characters) are written as `\uXXXX` escapes, so the text is
 /// still the same JSON.
 pub fn json_text(value: &serde_json::Value) -> String {
-    let raw = value.to_string();
+    sanitised_json(value.to_string())
+}
+
+/// [`json_text`] of JSON already serialised compactly by `serde_json`.
+pub(crate) fn sanitised_json(raw: String) -> String {
+    // serde_json escapes every control below 0x20; all that can be hidden
+    // from there on is DEL and non-ASCII characters.
+    if raw.bytes().all(|b| b < 0x7f) {
+        return raw;
+    }
     let mut out = String::with_capacity(raw.len());
     for c in raw.chars() {
         if is_hidden(c) || matches!(c, '\u{2028}' | '\u{2029}' | '\u{85}') {
@@ -146,10 +170,14 @@ pub fn fresh_token() -> String {
             .map_or(0, |d| d.as_nanos());
         bytes = (nanos ^ u128::from(std::process::id()).rotate_left(64)).to_le_bytes();
     }
-    bytes.iter().fold(String::with_capacity(32), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    // A table, not `write!`: formatting was a tenth of a gateway call.
+    let mut token = String::with_capacity(32);
+    for b in bytes {
+        token.push(char::from(HEX[usize::from(b >> 4)]));
+        token.push(char::from(HEX[usize::from(b & 0xf)]));
+    }
+    token
 }
 
 /// The marker words; content cannot contain them after [`neutralise`].
@@ -322,7 +350,33 @@ mod tests {
     }
 
     #[test]
+    fn plain_text_passes_strip_unchanged_and_anything_else_is_looked_at() {
+        let plain = "line one\n\tline two: {\"a\": [1, 2]} ~!";
+        assert_eq!(strip(plain), plain);
+        assert_eq!(strip("a\u{7f}b\rc\r\nd\u{1b}[31me\u{200b}"), "ab\nc\nde");
+        assert_eq!(block("abc", 3), "abc");
+        assert_eq!(block("abcd", 3), "ab… [2 more characters not shown]");
+        assert_eq!(block("éé", 2), "éé");
+    }
+
+    #[test]
+    fn tokens_are_32_lower_hex_digits_and_differ() {
+        let (a, b) = (fresh_token(), fresh_token());
+        assert_eq!(a.len(), 32);
+        assert!(
+            a.bytes()
+                .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c)),
+            "{a}"
+        );
+        assert_ne!(a, b);
+    }
+
+    #[test]
     fn json_text_stays_json_but_shows_no_hidden_character() {
+        let ascii = serde_json::json!({"a": "plain \u{1} text"});
+        assert_eq!(json_text(&ascii), ascii.to_string());
+        let del = serde_json::json!({"a": "x\u{7f}y"});
+        assert_eq!(json_text(&del), r#"{"a":"x\u007fy"}"#);
         let v = serde_json::json!({"description": "a\u{202e}b\u{200b}c\u{1b}"});
         let t = json_text(&v);
         assert!(!t.chars().any(is_hidden), "{t}");

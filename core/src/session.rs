@@ -73,7 +73,7 @@ use crate::connector::{Connector, KindConnector};
 use crate::exposure::{
     Class, Exposure, Limits, Shown, ShownCapability, ShownUnavailable, expose, index_text,
 };
-use crate::framing::{frame, json_text, one_line, result_text};
+use crate::framing::{frame, json_text, one_line, result_text, sanitised_json};
 use crate::permission::{PermissionMode, WriteRequest};
 use crate::registry::{ProviderEntry, Registry, WritePolicy};
 use crate::selection::{TurnContext, select};
@@ -916,7 +916,8 @@ impl Turn {
 
 /// Compact JSON of `arguments`, cut at [`MAX_AUDIT_ARGUMENT_BYTES`].
 fn bounded_json(arguments: &Map<String, Value>) -> String {
-    let text = json_text(&Value::Object(arguments.clone()));
+    // Serialised from the map itself: no copy of the arguments is made.
+    let text = sanitised_json(serde_json::to_string(arguments).unwrap_or_default());
     if text.len() <= MAX_AUDIT_ARGUMENT_BYTES {
         return text;
     }

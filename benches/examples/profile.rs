@@ -1,0 +1,49 @@
+//! One client's work in a loop, for a profiler: `valgrind --tool=callgrind
+//! target/release/examples/profile list|call|gateway [n]`.
+//!
+//! `list` lists 10 000 tools in 100 pages with mcp-stdio, `call` makes echo
+//! calls with mcp-stdio, `gateway` makes them through a turn.
+
+use spear_benches::fixture::{TEN_THOUSAND_TOOLS, fixture_server};
+use spear_benches::ours::{self, Gateway};
+use spear_capabilities::Provider;
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let what = args.next().unwrap_or_else(|| "list".to_owned());
+    let n: usize = args.next().and_then(|v| v.parse().ok()).unwrap_or(5);
+    let fixture = fixture_server().unwrap_or_else(|e| panic!("{e}"));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    rt.block_on(async {
+        match what.as_str() {
+            "list" => {
+                let p = ours::start(&fixture, TEN_THOUSAND_TOOLS)
+                    .await
+                    .expect("starts");
+                for _ in 0..n {
+                    assert_eq!(p.list_tools().await.expect("listed").tools.len(), 10_000);
+                }
+                let _ = p.shutdown().await;
+            }
+            "call" => {
+                let p = ours::start(&fixture, &[]).await.expect("starts");
+                for _ in 0..n {
+                    ours::call_echo(&p).await.expect("echo");
+                }
+                let _ = p.shutdown().await;
+            }
+            "gateway" => {
+                let g = Gateway::open(&fixture, &[]).await.expect("opens");
+                let line = ours::invoke_line();
+                for _ in 0..n {
+                    g.call_echo(&line).await.expect("echo");
+                }
+                g.close().await;
+            }
+            other => panic!("no such profile: {other}"),
+        }
+    });
+}
