@@ -2,9 +2,12 @@
 //! target/release/examples/profile list|call|gateway [n]`.
 //!
 //! `list` lists 10 000 tools in 100 pages with mcp-stdio, `call` makes echo
-//! calls with mcp-stdio, `gateway` makes them through a turn.
+//! calls with mcp-stdio, `gateway` makes them through a turn, `floor` makes
+//! them with the floor client, `rmcp` with the official SDK.
 
 use spear_benches::fixture::{TEN_THOUSAND_TOOLS, fixture_server};
+use spear_benches::floor::Floor;
+use spear_benches::official;
 use spear_benches::ours::{self, Gateway};
 use spear_capabilities::Provider;
 
@@ -42,6 +45,19 @@ fn main() {
                     g.call_echo(&line).await.expect("echo");
                 }
                 g.close().await;
+            }
+            "floor" => {
+                let mut f = Floor::start(&fixture, &[]).expect("starts");
+                for _ in 0..n {
+                    f.call_echo().expect("echo");
+                }
+            }
+            "rmcp" => {
+                let c = official::start(&fixture, &[]).await.expect("starts");
+                for _ in 0..n {
+                    official::call_echo(&c).await.expect("echo");
+                }
+                official::close(c).await;
             }
             other => panic!("no such profile: {other}"),
         }
