@@ -1,8 +1,10 @@
 //! Framing: one JSON-RPC 2.0 message per line, each line bounded in size.
 
+use std::borrow::Cow;
 use std::io;
 
-use serde::Serialize;
+use serde::de::IgnoredAny;
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
@@ -108,33 +110,53 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
     }
 }
 
+/// The members of a JSON-RPC message this client reads; others are skipped
+/// unparsed. Reading into this, rather than into a `Value` of the whole
+/// message and then taking members out of it, saves building and dropping
+/// the message's top-level map on every answer.
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(borrow, default)]
+    jsonrpc: Option<Cow<'a, str>>,
+    #[serde(default, deserialize_with = "present")]
+    id: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    method: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    result: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    error: Option<Value>,
+}
+
+/// A member that is present is `Some`, even when it is `null`.
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
 /// Classifies one line.
 pub(crate) fn decode(line: &[u8]) -> Incoming {
-    let Ok(value) = serde_json::from_slice::<Value>(line) else {
+    // Checked first: a derived struct would also read itself from an array.
+    if line.trim_ascii_start().starts_with(b"[") {
+        return match serde_json::from_slice::<IgnoredAny>(line) {
+            Ok(_) => Incoming::Batch,
+            Err(_) => Incoming::Junk,
+        };
+    }
+    let Ok(message) = serde_json::from_slice::<Envelope<'_>>(line) else {
         return Incoming::Junk;
     };
-    let mut obj = match value {
-        Value::Object(obj) => obj,
-        Value::Array(_) => return Incoming::Batch,
-        _ => return Incoming::Junk,
-    };
-    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+    if message.jsonrpc.as_deref() != Some("2.0") {
         return Incoming::Junk;
     }
-    let id = obj
-        .remove("id")
-        .filter(|id| id.is_string() || id.is_number());
-    if let Some(method) = obj.get("method").and_then(Value::as_str) {
+    let id = message.id.filter(|id| id.is_string() || id.is_number());
+    if let Some(Value::String(method)) = message.method {
         return match id {
-            Some(id) => Incoming::Request {
-                id,
-                method: method.to_owned(),
-            },
+            Some(id) => Incoming::Request { id, method },
             None => Incoming::Notification,
         };
     }
     let id = id.unwrap_or(Value::Null);
-    match (obj.remove("result"), obj.remove("error")) {
+    match (message.result, message.error) {
         (Some(result), None) => Incoming::Response {
             id,
             outcome: Ok(result),
@@ -276,6 +298,27 @@ mod tests {
             (r#"{"jsonrpc":"1.0","id":1,"result":{}}"#, Incoming::Junk),
             (r#"{"jsonrpc":"2.0","id":1}"#, Incoming::Junk),
             (r#""just a string""#, Incoming::Junk),
+            (r#"["2.0", 1, "ping"]"#, Incoming::Batch),
+            (r#"  [1, 2"#, Incoming::Junk),
+            (
+                r#"{"jsonrpc":"2.0","id":2,"result":null}"#,
+                Incoming::Response {
+                    id: json!(2),
+                    outcome: Ok(Value::Null),
+                },
+            ),
+            (
+                r#"{"method":5,"jsonrpc":"2.0","id":3,"result":[]}"#,
+                Incoming::Response {
+                    id: json!(3),
+                    outcome: Ok(json!([])),
+                },
+            ),
+            (r#"{"jsonrpc":2.0,"id":1,"result":{}}"#, Incoming::Junk),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1}}"#,
+                Incoming::Junk,
+            ),
             ("", Incoming::Junk),
         ];
         for (line, want) in cases {
