@@ -32,6 +32,33 @@ pub enum TaskKind {
 }
 
 impl TaskKind {
+    /// Every kind, in the order help texts list them.
+    pub const ALL: [TaskKind; 6] = [
+        TaskKind::Implementation,
+        TaskKind::Mixed,
+        TaskKind::General,
+        TaskKind::StandardQuestion,
+        TaskKind::NormativePrepass,
+        TaskKind::ComplianceCheck,
+    ];
+
+    /// The kind's name, as serialised and as command lines spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            TaskKind::Implementation => "implementation",
+            TaskKind::Mixed => "mixed",
+            TaskKind::General => "general",
+            TaskKind::StandardQuestion => "standard-question",
+            TaskKind::NormativePrepass => "normative-prepass",
+            TaskKind::ComplianceCheck => "compliance-check",
+        }
+    }
+
+    /// The kind named `name`.
+    pub fn from_name(name: &str) -> Option<TaskKind> {
+        TaskKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
     /// The request class an entry's `tasks` must list, or `None` for the
     /// kinds that external capabilities never reach.
     pub fn class(self) -> Option<TaskClass> {
@@ -56,6 +83,24 @@ pub enum Runtime {
     /// SPEAR's earlier runtime (a change in a standard-bound session that does
     /// not concern the standard): it has no capability gateway.
     Earlier,
+}
+
+impl Runtime {
+    /// Both runtimes.
+    pub const ALL: [Runtime; 2] = [Runtime::Current, Runtime::Earlier];
+
+    /// The runtime's name, as serialised and as command lines spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Runtime::Current => "current",
+            Runtime::Earlier => "earlier",
+        }
+    }
+
+    /// The runtime named `name`.
+    pub fn from_name(name: &str) -> Option<Runtime> {
+        Runtime::ALL.into_iter().find(|r| r.name() == name)
+    }
 }
 
 /// What SPEAR knows of a turn when choosing its providers.
@@ -243,4 +288,22 @@ pub fn select(registry: &Registry, turn: &TurnContext, audit: &Audit) -> Selecti
             .collect(),
     });
     selection
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_the_serialised_names() {
+        for k in TaskKind::ALL {
+            assert_eq!(serde_json::to_value(k).ok(), Some(k.name().into()));
+            assert_eq!(TaskKind::from_name(k.name()), Some(k));
+        }
+        for r in Runtime::ALL {
+            assert_eq!(serde_json::to_value(r).ok(), Some(r.name().into()));
+            assert_eq!(Runtime::from_name(r.name()), Some(r));
+        }
+        assert_eq!(TaskKind::from_name("chat"), None);
+    }
 }

@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use spear_capabilities::registry::{self, CAPABILITIES_FILE_VAR};
 use spear_capabilities::{Audit, JsonLinesSink, Registry, Runtime, TaskKind, TurnContext};
 
@@ -27,30 +28,26 @@ pub(crate) struct ContextArgs {
     #[arg(long, value_name = "DIR")]
     pub(crate) tree: Option<PathBuf>,
     /// What the turn is doing.
-    #[arg(long, value_enum, default_value_t = Task::Implementation)]
-    pub(crate) task: Task,
+    #[arg(long, default_value = "implementation", value_parser = task_parser())]
+    pub(crate) task: TaskKind,
     /// The runtime the turn runs on.
-    #[arg(long, value_enum, default_value_t = RuntimeArg::Current)]
-    pub(crate) runtime: RuntimeArg,
+    #[arg(long, default_value = "current", value_parser = runtime_parser())]
+    pub(crate) runtime: Runtime,
     /// Append the audit trail to FILE as JSON Lines.
     #[arg(long, value_name = "FILE")]
     pub(crate) audit: Option<PathBuf>,
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub(crate) enum Task {
-    Implementation,
-    Mixed,
-    General,
-    StandardQuestion,
-    NormativePrepass,
-    ComplianceCheck,
+// The names come from the core, so the CLI cannot drift from what SPEAR
+// serialises.
+fn task_parser() -> impl TypedValueParser<Value = TaskKind> {
+    PossibleValuesParser::new(TaskKind::ALL.map(TaskKind::name))
+        .map(|name| TaskKind::from_name(&name).unwrap_or(TaskKind::Implementation))
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub(crate) enum RuntimeArg {
-    Current,
-    Earlier,
+fn runtime_parser() -> impl TypedValueParser<Value = Runtime> {
+    PossibleValuesParser::new(Runtime::ALL.map(Runtime::name))
+        .map(|name| Runtime::from_name(&name).unwrap_or_default())
 }
 
 impl ContextArgs {
@@ -83,21 +80,9 @@ impl ContextArgs {
             .clone()
             .or_else(|| std::env::current_dir().ok())
             .unwrap_or_default();
-        let task = match self.task {
-            Task::Implementation => TaskKind::Implementation,
-            Task::Mixed => TaskKind::Mixed,
-            Task::General => TaskKind::General,
-            Task::StandardQuestion => TaskKind::StandardQuestion,
-            Task::NormativePrepass => TaskKind::NormativePrepass,
-            Task::ComplianceCheck => TaskKind::ComplianceCheck,
-        };
-        let runtime = match self.runtime {
-            RuntimeArg::Current => Runtime::Current,
-            RuntimeArg::Earlier => Runtime::Earlier,
-        };
-        let mut turn = TurnContext::new(tree, task)
+        let mut turn = TurnContext::new(tree, self.task)
             .with_families(self.families.iter().cloned())
-            .with_runtime(runtime);
+            .with_runtime(self.runtime);
         if let Some(p) = &self.project {
             turn = turn.with_project(p.clone());
         }

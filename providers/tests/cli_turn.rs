@@ -223,3 +223,41 @@ fn earlier_runtime_and_unregistered_trees() {
         "{stdout}"
     );
 }
+
+#[test]
+fn task_flags_use_the_cores_names() {
+    let out = cli(
+        &[
+            "list",
+            "--capabilities",
+            "examples/capabilities.json",
+            "--project",
+            "demo",
+            "--task",
+            "general",
+        ],
+        None,
+    );
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("exposure: whole (2 capabilities"),
+        "a general turn gets READ only: {stdout}"
+    );
+    let out = cli(
+        &[
+            "list",
+            "--task",
+            "compliance-check",
+            "--capabilities",
+            "examples/capabilities.json",
+            "--project",
+            "demo",
+        ],
+        None,
+    );
+    assert!(text(&out.stdout).contains("exposure: none (0 capabilities"));
+    let bad = cli(&["list", "--task", "chat"], None);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(text(&bad.stderr).contains("[possible values: implementation, mixed, general, standard-question, normative-prepass, compliance-check]"));
+}
