@@ -217,6 +217,19 @@ impl CallResult {
         self
     }
 
+    /// Its text blocks, joined by newlines (other blocks left out).
+    pub fn joined_text(&self) -> String {
+        let texts: Vec<&str> = self
+            .content
+            .iter()
+            .filter_map(|c| match c {
+                Content::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        texts.join("\n")
+    }
+
     /// Marks the result as the tool's own failure.
     pub fn with_error(mut self, is_error: bool) -> Self {
         self.is_error = is_error;
@@ -339,6 +352,19 @@ mod tests {
         fn _takes_boxed(p: Box<dyn Provider>) -> Arc<dyn Provider> {
             Arc::new(p)
         }
+    }
+
+    #[test]
+    fn joined_text_keeps_only_text_blocks() {
+        let r = CallResult::new(vec![
+            Content::text("a"),
+            Content::Image {
+                mime_type: "image/png".into(),
+                data: "AAAA".into(),
+            },
+            Content::text("b"),
+        ]);
+        assert_eq!(r.joined_text(), "a\nb");
     }
 
     #[test]

@@ -334,13 +334,13 @@ impl Session {
             turn.family.push(Arc::clone(slot));
             match slot.state() {
                 Some(Ok(ready)) => {
-                    for tool in &ready.tools {
+                    for (index, tool) in ready.tools.iter().enumerate() {
                         if turn.read_only && tool.shown.class == Class::Write {
                             continue;
                         }
                         turn.admitted.insert(
                             tool.shown.id.clone(),
-                            (Arc::clone(slot), Arc::clone(&ready)),
+                            (Arc::clone(slot), Arc::clone(&ready), index),
                         );
                         capabilities.push(tool.shown.clone());
                     }
@@ -612,7 +612,8 @@ pub struct Turn {
     mode: TurnMode,
     read_only: bool,
     shown: Shown,
-    admitted: HashMap<String, (Arc<Slot>, Arc<Ready>)>,
+    /// Capability id -> its provider and the tool's index in its list.
+    admitted: HashMap<String, (Arc<Slot>, Arc<Ready>, usize)>,
     /// The selected providers, in registry order.
     family: Vec<Arc<Slot>>,
     described: Mutex<HashSet<String>>,
@@ -722,10 +723,8 @@ impl Turn {
                 return Resolved::Unavailable(id.provider.clone(), reason);
             }
         }
-        if let Some((slot, ready)) = self.admitted.get(&key) {
-            if let Some(tool) = ready.tools.iter().find(|t| t.name == id.tool) {
-                return Resolved::Admitted(slot, ready, tool);
-            }
+        if let Some((slot, ready, index)) = self.admitted.get(&key) {
+            return Resolved::Admitted(slot, ready, &ready.tools[*index]);
         }
         let hint = if self.read_only {
             " (this turn may use READ capabilities only)"

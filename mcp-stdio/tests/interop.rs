@@ -26,9 +26,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
-use spear_capabilities::{
-    CallRequest, CallResult, ConnectRequest, Content, Error, Provider, find_kind,
-};
+use spear_capabilities::{CallRequest, CallResult, ConnectRequest, Error, Provider, find_kind};
 use spear_providers as _;
 
 /// Generous: `npx` and a cold Python import take a second or two on a slow
@@ -140,19 +138,6 @@ fn object(v: Value) -> Map<String, Value> {
         Value::Object(map) => map,
         other => panic!("arguments must be an object, got {other}"),
     }
-}
-
-/// The text blocks of a result, joined by newlines.
-fn text(result: &CallResult) -> String {
-    result
-        .content
-        .iter()
-        .filter_map(|c| match c {
-            Content::Text { text } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// The base64 of the 8-byte PNG signature, which every PNG's data starts with.

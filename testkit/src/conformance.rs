@@ -15,7 +15,7 @@
 
 use futures::future::join_all;
 use serde_json::{Map, Value, json};
-use spear_capabilities::{CallRequest, CallResult, Content, Error, Provider};
+use spear_capabilities::{CallRequest, CallResult, Error, Provider};
 
 use crate::MockHandle;
 
@@ -37,17 +37,6 @@ fn args(text: &str) -> Map<String, Value> {
         unreachable!()
     };
     map
-}
-
-fn all_text(result: &CallResult) -> String {
-    result
-        .content
-        .iter()
-        .filter_map(|c| match c {
-            Content::Text { text } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect()
 }
 
 async fn echo(p: &dyn Provider, text: &str) -> Result<CallResult, Error> {
@@ -101,7 +90,7 @@ pub async fn echo_round_trips_text(p: &dyn Provider) {
     let text = "héllo ✓ 42";
     let result = echo(p, text).await.expect("echo succeeds");
     assert!(!result.is_error, "echo reported a tool failure");
-    assert!(all_text(&result).contains(text), "{result:?}");
+    assert!(result.joined_text().contains(text), "{result:?}");
 }
 
 /// A tool's own failure is a result with `is_error`, not an error.
@@ -136,7 +125,7 @@ pub async fn concurrent_calls_get_their_own_answers(p: &dyn Provider) {
     let results = join_all(texts.iter().map(|t| echo(p, t))).await;
     for (text, result) in texts.iter().zip(results) {
         let result = result.expect("every concurrent call succeeds");
-        let got = all_text(&result);
+        let got = result.joined_text();
         // No text is a substring of another, so containment identifies it.
         assert!(got.contains(text.as_str()), "{text} got {got}");
     }

@@ -4,7 +4,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{call, options, received, start, stop, text_args, text_of, try_start};
+use common::{call, options, received, start, stop, text_args, try_start};
 use futures::future::join_all;
 use serde_json::json;
 use spear_capabilities::{CallRequest, Content, Error, Provider, ResourceBody};
@@ -40,7 +40,7 @@ async fn answers_in_reverse_order_reach_their_own_callers() {
     )
     .await;
     for (t, r) in texts.iter().zip(results) {
-        assert_eq!(&text_of(&r.expect("answered")), t);
+        assert_eq!(&r.expect("answered").joined_text(), t);
     }
     stop(p).await;
 }
@@ -49,7 +49,7 @@ async fn answers_in_reverse_order_reach_their_own_callers() {
 async fn answers_to_no_pending_request_are_dropped_and_counted() {
     let p = start(&[]).await;
     let r = p.call_tool(call("stray")).await.expect("called");
-    assert_eq!(text_of(&r), "after the strays");
+    assert_eq!(r.joined_text(), "after the strays");
     assert_eq!(p.stats().stray_answers, 2);
     stop(p).await;
 }
@@ -184,7 +184,7 @@ async fn server_notifications_and_requests_interleaved_with_answers_are_handled(
     .await;
     for (text, r) in results {
         let r = r.expect("answered");
-        assert_eq!(text_of(&r), text);
+        assert_eq!(r.joined_text(), text);
         let replies = &r.structured.expect("the fixture's record")["replies"];
         assert_eq!(
             replies["\"srv-ping\""],

@@ -4,7 +4,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{call, received, start, stop, text_args, text_of};
+use common::{call, received, start, stop, text_args};
 use spear_capabilities::{CallRequest, Error, Provider};
 use spear_mcp_stdio::STDERR_KEPT;
 
@@ -19,7 +19,7 @@ async fn junk_lines_on_stdout_are_skipped_and_counted() {
         .call_tool(CallRequest::new("echo", text_args("clean")))
         .await
         .expect("called");
-    assert_eq!(text_of(&r), "clean");
+    assert_eq!(r.joined_text(), "clean");
     let stats = p.stats();
     // Three junk lines before each of initialize, tools/list, tools/call.
     assert_eq!(stats.junk_lines, 9, "{stats:?}");

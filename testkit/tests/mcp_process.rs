@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{FIXTURE, assert_gone, call, options, start, stop, text_of, try_start};
+use common::{FIXTURE, assert_gone, call, options, start, stop, try_start};
 use spear_capabilities::Provider;
 use spear_mcp_stdio::{McpProvider, ServerConfig};
 use spear_testkit::procfs::group_survivors;
@@ -20,7 +20,7 @@ async fn the_server_gets_only_path_home_and_its_configured_variables() {
         .expect("started");
     let r = p.call_tool(call("env")).await.expect("called");
     let env: serde_json::Map<String, serde_json::Value> =
-        serde_json::from_str(&text_of(&r)).expect("an object");
+        serde_json::from_str(&r.joined_text()).expect("an object");
     let names: BTreeSet<&str> = env.keys().map(String::as_str).collect();
     let mut want = BTreeSet::from(["SPEAR_FIXTURE_TOKEN"]);
     for inherited in ["PATH", "HOME"] {

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use spear_capabilities::{Content, ResourceBody, ToolSpec};
 
-use super::{PNG_BASE64_PREFIX, Running, installed, start, string, text};
+use super::{PNG_BASE64_PREFIX, Running, installed, start, string};
 
 const ENTRY: &str = "node_modules/@modelcontextprotocol/server-everything/dist/index.js";
 
@@ -115,11 +115,11 @@ async fn everything_reports_a_failing_tool_as_is_error() {
     let result = server.call("echo", json!({})).await;
     assert!(result.is_error, "{result:?}");
     assert!(
-        text(&result).contains("Input validation error"),
+        result.joined_text().contains("Input validation error"),
         "{result:?}"
     );
     let ok = server.call("echo", json!({"message": "still here"})).await;
-    assert_eq!(text(&ok), "Echo: still here");
+    assert_eq!(ok.joined_text(), "Echo: still here");
     server.shutdown_leaving_nothing(1).await;
 }
 
@@ -130,9 +130,9 @@ async fn everything_task_only_tool_fails_cleanly_and_the_provider_stays_usable()
         .call("simulate-research-query", json!({"topic": "interop"}))
         .await;
     assert!(result.is_error, "{result:?}");
-    assert!(text(&result).contains("task"), "{result:?}");
+    assert!(result.joined_text().contains("task"), "{result:?}");
     let after = server.call("get-sum", json!({"a": 2, "b": 40})).await;
-    assert_eq!(text(&after), "The sum of 2 and 40 is 42.");
+    assert_eq!(after.joined_text(), "The sum of 2 and 40 is 42.");
     server.shutdown_leaving_nothing(1).await;
 }
 
@@ -147,12 +147,15 @@ async fn everything_unasked_notifications_are_ignored() {
         .await
         .expect("tools/list answers");
     let started = server.call("toggle-simulated-logging", json!({})).await;
-    assert!(text(&started).contains("Started simulated"), "{started:?}");
+    assert!(
+        started.joined_text().contains("Started simulated"),
+        "{started:?}"
+    );
     for i in 0..20 {
         let r = server
             .call("echo", json!({"message": format!("m{i}")}))
             .await;
-        assert_eq!(text(&r), format!("Echo: m{i}"));
+        assert_eq!(r.joined_text(), format!("Echo: m{i}"));
     }
     let again = server
         .provider
@@ -217,9 +220,10 @@ async fn everything_answers_calls_in_flight_together() {
         (r, begin.elapsed())
     };
     let ((long, long_took), (quick, quick_took)) = tokio::join!(long, quick);
-    assert_eq!(text(&quick), "Echo: quick");
+    assert_eq!(quick.joined_text(), "Echo: quick");
     assert!(
-        text(&long).contains("Long running operation completed"),
+        long.joined_text()
+            .contains("Long running operation completed"),
         "{long:?}"
     );
     assert!(long_took >= Duration::from_secs(2), "{long_took:?}");
@@ -241,7 +245,7 @@ async fn everything_via_npx_leaves_no_process_after_shutdown() {
         .expect("tools/list answers");
     assert_eq!(tools.tools.len(), 13);
     let r = server.call("echo", json!({"message": "through npx"})).await;
-    assert_eq!(text(&r), "Echo: through npx");
+    assert_eq!(r.joined_text(), "Echo: through npx");
     // npm exec, the shell it runs the bin with, and node.
     server.shutdown_leaving_nothing(3).await;
 }
@@ -254,7 +258,7 @@ async fn everything_via_sh_with_a_background_grandchild_leaves_no_process() {
     let script = format!("sleep 300 & node '{node}' stdio");
     let server = start("everything", vec!["sh".into(), "-c".into(), script]).await;
     let r = server.call("echo", json!({"message": "through sh"})).await;
-    assert_eq!(text(&r), "Echo: through sh");
+    assert_eq!(r.joined_text(), "Echo: through sh");
     // sh, sleep and node.
     server.shutdown_leaving_nothing(3).await;
 }
@@ -265,7 +269,10 @@ async fn everything_dropped_without_shutdown_leaves_no_process() {
     // above it: only the end of the whole group stops it.
     let server = via_npx().await;
     let started = server.call("toggle-simulated-logging", json!({})).await;
-    assert!(text(&started).contains("Started simulated"), "{started:?}");
+    assert!(
+        started.joined_text().contains("Started simulated"),
+        "{started:?}"
+    );
     let before = server.processes(3);
     let tag = server.tag.clone();
     drop(server);

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use spear_capabilities::{Content, Error};
 
-use super::{PNG_BASE64_PREFIX, Running, installed, start, string, text};
+use super::{PNG_BASE64_PREFIX, Running, installed, start, string};
 
 async fn python(page_size: usize) -> Running {
     let interpreter = string(&installed("venv/bin/python"));
@@ -83,9 +83,9 @@ async fn python_tool_failure_is_is_error_and_not_a_provider_failure() {
     let server = python(4).await;
     let result = server.call("fail", json!({"reason": "on purpose"})).await;
     assert!(result.is_error, "{result:?}");
-    assert_eq!(text(&result), "failed: on purpose");
+    assert_eq!(result.joined_text(), "failed: on purpose");
     let ok = server.call("echo", json!({"message": "after"})).await;
-    assert_eq!(text(&ok), "Echo: after");
+    assert_eq!(ok.joined_text(), "Echo: after");
     server.shutdown_leaving_nothing(1).await;
 }
 
@@ -115,7 +115,7 @@ async fn python_json_rpc_error_is_a_rejected_call_with_its_code() {
     }
     assert_eq!(err.unavailable_reason(), None);
     let ok = server.call("echo", json!({"message": "after"})).await;
-    assert_eq!(text(&ok), "Echo: after");
+    assert_eq!(ok.joined_text(), "Echo: after");
     server.shutdown_leaving_nothing(1).await;
 }
 
@@ -123,7 +123,7 @@ async fn python_json_rpc_error_is_a_rejected_call_with_its_code() {
 async fn python_structured_content_is_kept() {
     let server = python(4).await;
     let result = server.call("add", json!({"a": 2, "b": 40})).await;
-    assert_eq!(text(&result), "42");
+    assert_eq!(result.joined_text(), "42");
     assert_eq!(result.structured, Some(json!({"sum": 42})));
     server.shutdown_leaving_nothing(1).await;
 }
@@ -141,7 +141,7 @@ async fn python_calls_in_flight_each_get_their_own_answer() {
         (answers, begin.elapsed())
     };
     let ((slow, slow_took), (answers, quick_took)) = tokio::join!(slow, quick);
-    assert_eq!(text(&slow), "slept 2000 ms");
+    assert_eq!(slow.joined_text(), "slept 2000 ms");
     assert!(slow_took >= Duration::from_secs(2), "{slow_took:?}");
     for (i, answer) in answers.iter().enumerate() {
         assert_eq!(answer, &format!("Echo: n{i}"));
@@ -163,7 +163,7 @@ async fn echoes_at_once(server: &Running, n: usize) -> Vec<String> {
             let args = super::object(json!({"message": format!("n{i}")}));
             let request = spear_capabilities::CallRequest::new("echo", args);
             let r = provider.call_tool(request).await.expect("echo answers");
-            (i, text(&r))
+            (i, r.joined_text())
         });
     }
     let mut answers = vec![String::new(); n];

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde_json::Value;
-use spear_capabilities::{CallRequest, CallResult, Content, Error, Provider};
+use spear_capabilities::{CallRequest, Error, Provider};
 use spear_mcp_stdio::{McpProvider, Options, ServerConfig};
 use spear_testkit::procfs;
 
@@ -95,17 +95,6 @@ pub fn text_args(text: &str) -> serde_json::Map<String, Value> {
 /// A call of `tool` with no arguments.
 pub fn call(tool: &str) -> CallRequest {
     CallRequest::new(tool, serde_json::Map::new())
-}
-
-/// The text of a result's text blocks.
-pub fn text_of(r: &CallResult) -> String {
-    r.content
-        .iter()
-        .filter_map(|c| match c {
-            Content::Text { text } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect()
 }
 
 /// A detail of `describe`.
