@@ -5,6 +5,7 @@ use std::io;
 
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
@@ -18,8 +19,9 @@ pub(crate) enum Incoming {
     Response {
         /// The id as the server sent it.
         id: Value,
-        /// The result, or the JSON-RPC error `(code, message)`.
-        outcome: Result<Value, (i64, String)>,
+        /// The result, still as JSON text, or the JSON-RPC error
+        /// `(code, message)`.
+        outcome: Result<Raw, (i64, String)>,
     },
     /// A request from the server to us.
     Request {
@@ -34,6 +36,42 @@ pub(crate) enum Incoming {
     Batch,
     /// Not JSON, or JSON that is not JSON-RPC 2.0 (servers log to stdout).
     Junk,
+}
+
+/// A result as the server wrote it: valid JSON, not yet parsed.
+///
+/// The reader only checks it is JSON and hands the text to the request that
+/// waits for it, which parses it straight into the type it needs (a
+/// `tools/call` result into typed structs): parsing it into a `Value` tree
+/// first, and then taking that tree apart, cost more than the rest of a
+/// call's work in the client.
+#[derive(Debug, Clone)]
+pub(crate) struct Raw(Box<RawValue>);
+
+impl Raw {
+    /// The JSON text.
+    pub(crate) fn get(&self) -> &str {
+        self.0.get()
+    }
+
+    /// The result as a `Value` tree, for the answers read that way
+    /// (`initialize`, `tools/list`).
+    pub(crate) fn to_value(&self) -> Value {
+        // Valid JSON by construction, and serde_json parses any valid JSON
+        // into a `Value` (its recursion limit was already met by the check).
+        serde_json::from_str(self.get()).unwrap_or(Value::Null)
+    }
+
+    #[cfg(test)]
+    pub(crate) fn of(json: &str) -> Raw {
+        Raw(RawValue::from_string(json.to_owned()).expect("valid JSON"))
+    }
+}
+
+impl PartialEq for Raw {
+    fn eq(&self, other: &Self) -> bool {
+        self.get() == other.get()
+    }
 }
 
 /// Reads one line of at most `limit` bytes without buffering more than that.
@@ -122,8 +160,8 @@ struct Envelope<'a> {
     id: Option<Value>,
     #[serde(default, deserialize_with = "present")]
     method: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    result: Option<Value>,
+    #[serde(borrow, default, deserialize_with = "present_raw")]
+    result: Option<&'a RawValue>,
     #[serde(default, deserialize_with = "present")]
     error: Option<Value>,
 }
@@ -131,6 +169,11 @@ struct Envelope<'a> {
 /// A member that is present is `Some`, even when it is `null`.
 fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
     Value::deserialize(d).map(Some)
+}
+
+/// The same, for a member kept as JSON text.
+fn present_raw<'de: 'a, 'a, D: Deserializer<'de>>(d: D) -> Result<Option<&'a RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
 }
 
 /// Classifies one line.
@@ -159,7 +202,7 @@ pub(crate) fn decode(line: &[u8]) -> Incoming {
     match (message.result, message.error) {
         (Some(result), None) => Incoming::Response {
             id,
-            outcome: Ok(result),
+            outcome: Ok(Raw(result.to_owned())),
         },
         (None, Some(Value::Object(err))) => match err.get("code").and_then(Value::as_i64) {
             Some(code) => Incoming::Response {
@@ -271,7 +314,7 @@ mod tests {
                 r#"{"jsonrpc":"2.0","id":1,"result":{"a":1},"extra":true}"#,
                 Incoming::Response {
                     id: json!(1),
-                    outcome: Ok(json!({"a": 1})),
+                    outcome: Ok(Raw::of(r#"{"a":1}"#)),
                 },
             ),
             (
@@ -304,14 +347,14 @@ mod tests {
                 r#"{"jsonrpc":"2.0","id":2,"result":null}"#,
                 Incoming::Response {
                     id: json!(2),
-                    outcome: Ok(Value::Null),
+                    outcome: Ok(Raw::of("null")),
                 },
             ),
             (
                 r#"{"method":5,"jsonrpc":"2.0","id":3,"result":[]}"#,
                 Incoming::Response {
                     id: json!(3),
-                    outcome: Ok(json!([])),
+                    outcome: Ok(Raw::of("[]")),
                 },
             ),
             (r#"{"jsonrpc":2.0,"id":1,"result":{}}"#, Incoming::Junk),

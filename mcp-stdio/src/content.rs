@@ -3,6 +3,22 @@
 use serde_json::{Map, Value};
 use spear_capabilities::{CallResult, Content, ResourceBody};
 
+use crate::codec::Raw;
+use crate::wire;
+
+/// Maps a `CallToolResult` as the server wrote it: straight from the text
+/// when it is well formed ([`wire`]), else through [`call_result`], which
+/// words what is wrong.
+///
+/// # Errors
+/// As [`call_result`].
+pub(crate) fn call_result_raw(raw: &Raw) -> Result<CallResult, String> {
+    match wire::call_result(raw.get()) {
+        Some(result) => Ok(result),
+        None => call_result(raw.to_value()),
+    }
+}
+
 /// Maps a `CallToolResult`. Unknown fields are ignored; a block of a type
 /// MCP 2025-06-18 does not define becomes a short note, so that a newer
 /// server's result still arrives and the turn can see something is missing.
@@ -76,13 +92,16 @@ fn block(block: Value) -> Result<Content, String> {
                 body,
             }
         }
-        other => {
-            let other: String = other.chars().take(40).collect();
-            Content::text(format!(
-                "[a content block of unsupported type {other:?} was left out]"
-            ))
-        }
+        other => unsupported(other),
     })
+}
+
+/// The note that stands for a block of a type MCP 2025-06-18 does not define.
+pub(crate) fn unsupported(kind: &str) -> Content {
+    let kind: String = kind.chars().take(40).collect();
+    Content::text(format!(
+        "[a content block of unsupported type {kind:?} was left out]"
+    ))
 }
 
 fn string(obj: &mut Map<String, Value>, key: &str) -> Result<String, String> {
@@ -156,6 +175,58 @@ mod tests {
                 Content::text("[a content block of unsupported type \"hologram\" was left out]"),
             ]
         );
+    }
+
+    /// The typed reading (`wire`) takes the plain results, gives up on the
+    /// rest, and wherever it answers it answers as the `Value` path does.
+    #[test]
+    fn the_typed_reading_agrees_with_the_value_reading() {
+        let plain = [
+            r#"{"content":[{"type":"text","text":"hi"}]}"#,
+            r#"{"content":[{"text":"hi","type":"text","annotations":{"audience":["user"]}}],"_meta":{"a":[1,2]}}"#,
+            r#"{"content":[],"structuredContent":{"n":1},"isError":true}"#,
+            r#"{"content":null,"structuredContent":null,"isError":null}"#,
+            r#"{}"#,
+            r#"{"content":[{"type":"text","text":"a\"\n\u00e9\ud83d\ude00"}]}"#,
+            r#"{"content":[{"type":"image","data":"aGk=","mimeType":"image/png"},{"type":"audio","data":"UklG","mimeType":"audio/wav"}]}"#,
+            r#"{"content":[{"type":"resource_link","uri":"file:///a","name":"a","size":3,"title":null,"mimeType":"text/plain"}]}"#,
+            r#"{"content":[{"type":"resource","resource":{"uri":"mem://t","text":"body","blob":"AAE="}}]}"#,
+            r#"{"content":[{"type":"resource","resource":{"uri":"mem://b","blob":"AAE=","text":null}}]}"#,
+            r#"{"content":[{"type":"hologram","data":"?"}]}"#,
+            r#"{"content":[{"type":"text","text":"first"}],"content":[{"type":"text","text":"second"}]}"#,
+            r#"{"isError":true,"isError":false}"#,
+        ];
+        let other = [
+            r#"[]"#,
+            r#"[[{"type":"text","text":"hi"}]]"#,
+            r#"{"content":[["text","hi"]]}"#,
+            r#"{"content":{}}"#,
+            r#"{"content":[{"type":"text"}]}"#,
+            r#"{"content":[{"type":"text","text":5}]}"#,
+            r#"{"content":[{"type":"image","data":"x","mimeType":"image/png","text":5}]}"#,
+            r#"{"content":[{"type":"resource_link","uri":"u","name":"n","size":-1,"title":7}]}"#,
+            r#"{"content":[{"type":"resource_link","uri":"u","name":"n","size":1.5}]}"#,
+            r#"{"content":[{"type":"resource","resource":{"uri":"u","text":5,"blob":"AA=="}}]}"#,
+            r#"{"content":[{"type":"resource","resource":{"uri":"u"}}]}"#,
+            r#"{"content":[{"type":"resource","resource":null}]}"#,
+            r#"{"content":[{"type":null,"text":"x"}]}"#,
+            r#"{"content":[{"text":"x"}]}"#,
+            r#"{"content":5,"content":[]}"#,
+            r#"{"isError":"yes"}"#,
+            r#"{"content":[{"type":"hologram","data":5}]}"#,
+            r#""text""#,
+            "null",
+        ];
+        for json in plain.iter().chain(&other) {
+            let raw = Raw::of(json);
+            let slow = call_result(raw.to_value());
+            let fast = wire::call_result(raw.get());
+            assert_eq!(fast.is_some(), plain.contains(json), "{json}");
+            if let Some(fast) = fast {
+                assert_eq!(Ok(fast), slow, "{json}");
+            }
+            assert_eq!(call_result_raw(&raw), slow, "{json}");
+        }
     }
 
     #[test]

@@ -9,8 +9,8 @@ use std::task::{Context, Poll, Waker};
 
 use serde_json::Value;
 
-use crate::codec::{Incoming, LineReader, ReadError, decode};
-use crate::{content, tools};
+use crate::codec::{Incoming, LineReader, Raw, ReadError, decode};
+use crate::{content, tools, wire};
 
 /// What [`read_stdout`] saw, line by line.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -73,7 +73,7 @@ pub fn read_stdout(input: &[u8], buffer: usize, limit: usize) -> StdoutSummary {
             Incoming::Response { outcome, .. } => {
                 summary.responses += 1;
                 if let Ok(result) = outcome {
-                    summary.usable_tools += map_answer(result);
+                    summary.usable_tools += map_answer(&result);
                 }
             }
             Incoming::Request { .. } => summary.requests += 1,
@@ -100,7 +100,11 @@ pub fn fuzz_stdout(data: &[u8]) {
 }
 
 /// Maps an answer as the client would; returns the usable tools it offers.
-fn map_answer(mut result: Value) -> usize {
+///
+/// # Panics
+/// When the typed reading of a call result disagrees with the `Value` one.
+fn map_answer(raw: &Raw) -> usize {
+    let mut result = raw.to_value();
     if let Some(Value::Array(offered)) = result.get_mut("tools").map(Value::take) {
         let n = offered.len();
         let list = tools::sort_out(offered);
@@ -114,7 +118,16 @@ fn map_answer(mut result: Value) -> usize {
         }
         return list.tools.len();
     }
-    let _ = content::call_result(result);
+    let slow = content::call_result(result);
+    if let Some(fast) = wire::call_result(raw.get()) {
+        assert_eq!(
+            Ok(fast),
+            slow,
+            "the typed reading of {} disagrees",
+            raw.get()
+        );
+    }
+    assert_eq!(content::call_result_raw(raw), slow);
     0
 }
 

@@ -24,6 +24,7 @@ mod error;
 mod process;
 mod provider;
 mod tools;
+mod wire;
 
 use std::sync::Arc;
 

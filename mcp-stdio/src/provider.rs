@@ -157,7 +157,7 @@ impl McpProvider {
                     "the server refused to initialize: error {code}: {message}"
                 )));
             }
-            answer => answer?,
+            answer => answer?.to_value(),
         };
         let version = answer.get("protocolVersion").and_then(Value::as_str);
         if version != Some(PROTOCOL_VERSION) {
@@ -204,7 +204,11 @@ impl McpProvider {
                 Some(c) => json!({ "cursor": c }),
                 None => json!({}),
             };
-            let mut page = self.connection.request("tools/list", &params).await?;
+            let mut page = self
+                .connection
+                .request("tools/list", &params)
+                .await?
+                .to_value();
             let Some(Value::Array(tools)) = page.get_mut("tools").map(Value::take) else {
                 return Err(Failure::Protocol(
                     "a tools/list page has no tools array".into(),
@@ -241,7 +245,7 @@ impl McpProvider {
             arguments: &request.arguments,
         };
         let answer = self.connection.request("tools/call", &params).await?;
-        content::call_result(answer).map_err(Failure::Protocol)
+        content::call_result_raw(&answer).map_err(Failure::Protocol)
     }
 }
 
