@@ -1,5 +1,11 @@
 //! The JSON-RPC connection: one writer task, one reader task, requests
 //! multiplexed by id, each under the entry's timeout.
+//!
+//! The timeout is kept by one sweeper task per connection, not by a timer
+//! per request: every request on a connection has the same timeout, so
+//! deadlines come in the order requests are sent, and the sweeper needs to
+//! wake only at the oldest one's. Registering and dropping a timer for every
+//! call cost about a tenth of the client's work on a call.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -9,8 +15,10 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot};
+use tokio::task::AbortHandle;
+use tokio::time::Instant;
 
-use crate::codec::{self, Incoming, LineReader, ReadError};
+use crate::codec::{self, Incoming, LineReader, Raw, ReadError};
 use crate::error::Failure;
 use crate::process::{Pipes, ServerProcess};
 
@@ -31,11 +39,18 @@ pub struct Stats {
     pub stray_answers: u64,
 }
 
-type Answer = Result<Value, Failure>;
+type Answer = Result<Raw, Failure>;
+
+/// A request waiting for its answer.
+#[derive(Debug)]
+struct Waiter {
+    tx: oneshot::Sender<Answer>,
+    deadline: Instant,
+}
 
 #[derive(Debug, Default)]
 struct Shared {
-    pending: HashMap<u64, oneshot::Sender<Answer>>,
+    pending: HashMap<u64, Waiter>,
     failure: Option<Failure>,
     stats: Stats,
 }
@@ -54,6 +69,13 @@ pub(crate) struct Connection {
     out: mpsc::UnboundedSender<Out>,
     next_id: AtomicU64,
     timeout: Duration,
+    sweeper: AbortHandle,
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.sweeper.abort();
+    }
 }
 
 fn lock(shared: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
@@ -78,11 +100,13 @@ impl Connection {
             out.clone(),
             Arc::downgrade(&process),
         ));
+        let sweeper = tokio::spawn(sweep(Arc::downgrade(&shared), out.clone(), timeout));
         Connection {
             shared,
             out,
             next_id: AtomicU64::new(1),
             timeout,
+            sweeper: sweeper.abort_handle(),
         }
     }
 
@@ -98,39 +122,25 @@ impl Connection {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         {
+            let deadline = Instant::now() + self.timeout;
             let mut shared = lock(&self.shared);
             if let Some(failure) = &shared.failure {
                 return Err(failure.clone());
             }
-            shared.pending.insert(id, tx);
+            shared.pending.insert(id, Waiter { tx, deadline });
         }
         let mut guard = Pending {
             id,
             connection: self,
             armed: true,
-            reason: "the client stopped waiting",
         };
         let _ = self.out.send(Out::Line(codec::request(id, method, params)));
-        let mut rx = rx;
-        match tokio::time::timeout(self.timeout, &mut rx).await {
-            Ok(answer) => {
-                guard.armed = false;
-                // A dropped sender means the reader ended without answering.
-                answer.unwrap_or_else(|_| Err(self.failure().unwrap_or(Failure::ShutDown)))
-            }
-            Err(_) => {
-                guard.reason = "timed out";
-                drop(guard);
-                // The answer may have come in the same instant the time ran
-                // out: then it was taken from `pending` and is waiting here.
-                if let Ok(answer) = rx.try_recv() {
-                    return answer;
-                }
-                let failure = Failure::Timeout(self.timeout);
-                self.fail(failure.clone());
-                Err(failure)
-            }
-        }
+        // The answer, or the failure of the connection: the sweeper's
+        // timeout, the reader's end, or shutdown.
+        let answer = rx.await;
+        guard.armed = false;
+        // A dropped sender means the connection ended without a word.
+        answer.unwrap_or_else(|_| Err(self.failure().unwrap_or(Failure::ShutDown)))
     }
 
     /// Sends one notification.
@@ -171,18 +181,65 @@ fn fail(shared: &Mutex<Shared>, failure: Failure) {
         shared.failure = Some(failure.clone());
         std::mem::take(&mut shared.pending)
     };
-    for (_, tx) in pending {
-        let _ = tx.send(Err(failure.clone()));
+    for (_, waiter) in pending {
+        let _ = waiter.tx.send(Err(failure.clone()));
     }
 }
 
-/// Removes an abandoned request (its future was dropped, or it timed out)
-/// and tells the server, so that no answer is awaited that nobody reads.
+/// Keeps the timeout of every request on one connection: wakes at the oldest
+/// pending request's deadline (or a timeout from now, when none is
+/// pending), and when one has passed, tells the server that request is
+/// cancelled and fails the connection. A request sent later has a later
+/// deadline than any the sweeper sleeps towards, so sending never has to
+/// wake it.
+async fn sweep(shared: Weak<Mutex<Shared>>, out: mpsc::UnboundedSender<Out>, timeout: Duration) {
+    let mut wake_at = Instant::now() + timeout;
+    loop {
+        tokio::time::sleep_until(wake_at).await;
+        let Some(shared) = shared.upgrade() else {
+            return;
+        };
+        let now = Instant::now();
+        let expired = {
+            let shared = lock(&shared);
+            if shared.failure.is_some() {
+                return;
+            }
+            let oldest = shared.pending.iter().min_by_key(|(_, w)| w.deadline);
+            match oldest {
+                Some((&id, waiter)) if waiter.deadline <= now => Some(id),
+                Some((_, waiter)) => {
+                    wake_at = waiter.deadline;
+                    None
+                }
+                None => {
+                    wake_at = now + timeout;
+                    None
+                }
+            }
+        };
+        if let Some(id) = expired {
+            let _ = out.send(Out::Line(cancelled(id, "timed out")));
+            fail(&shared, Failure::Timeout(timeout));
+            return;
+        }
+    }
+}
+
+/// The `notifications/cancelled` line for request `id`.
+fn cancelled(id: u64, reason: &str) -> Vec<u8> {
+    codec::notification(
+        "notifications/cancelled",
+        Some(json!({"requestId": id, "reason": reason})),
+    )
+}
+
+/// Removes an abandoned request (its future was dropped) and tells the
+/// server, so that no answer is awaited that nobody reads.
 struct Pending<'a> {
     id: u64,
     connection: &'a Connection,
     armed: bool,
-    reason: &'static str,
 }
 
 impl Drop for Pending<'_> {
@@ -195,10 +252,10 @@ impl Drop for Pending<'_> {
             .remove(&self.id)
             .is_some();
         if removed {
-            self.connection.notify(
-                "notifications/cancelled",
-                Some(json!({"requestId": self.id, "reason": self.reason})),
-            );
+            let _ = self
+                .connection
+                .out
+                .send(Out::Line(cancelled(self.id, "the client stopped waiting")));
         }
     }
 }
@@ -267,6 +324,7 @@ async fn read_loop(
                 let waiter = {
                     let mut shared = lock(&shared);
                     let waiter = id.as_u64().and_then(|id| shared.pending.remove(&id));
+                    let waiter = waiter.map(|w| w.tx);
                     if waiter.is_none() {
                         shared.stats.stray_answers += 1;
                     }

@@ -218,3 +218,37 @@ async fn a_late_answer_to_an_abandoned_call_is_dropped_and_counted() {
     assert_eq!(p.stats().stray_answers, 1);
     stop(p).await;
 }
+
+/// One sweeper keeps every request's timeout: a call made after the
+/// connection sat idle for most of a timeout still gets a whole timeout,
+/// no more; calls that keep answering across several timeouts never time
+/// out.
+#[tokio::test]
+async fn each_call_gets_the_whole_timeout_from_when_it_is_sent() {
+    let timeout = Duration::from_millis(600);
+    let p = try_start(&[], options().with_timeout(timeout))
+        .await
+        .expect("started");
+    // Busy across three timeouts: the sweeper wakes and re-arms, and
+    // expires nothing that was answered.
+    let busy = std::time::Instant::now();
+    while busy.elapsed() < timeout * 3 {
+        p.call_tool(call("fail")).await.expect("answered");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // Idle for most of a timeout, then a call that never gets an answer.
+    tokio::time::sleep(timeout * 2 / 3).await;
+    let sent = std::time::Instant::now();
+    let err = p.call_tool(call("hang")).await.expect_err("timed out");
+    let waited = sent.elapsed();
+    assert!(matches!(err, Error::Timeout { .. }), "{err:?}");
+    assert!(
+        waited >= timeout,
+        "gave up after {waited:?}, before {timeout:?}"
+    );
+    assert!(
+        waited < timeout * 2,
+        "gave up after {waited:?}, long after {timeout:?}"
+    );
+    stop(p).await;
+}
