@@ -7,15 +7,21 @@
 //! Within a round every client runs once, in an order that flips each round
 //! (A B C D, D C B A, ...); a row reports the median of the per-round values
 //! with their range, and the median of per-round ratios to the floor.
+//! The tokio clients' calls run in a task of their own, as a server's
+//! callers do (`--root` runs them in the runtime's root future instead,
+//! where every wake of the caller costs the runtime one more poll of its
+//! event loop, whatever the client).
 //! The figures and what bounds them are in `docs/performance.md`.
 
 use std::future::Future;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::future::join_all;
 use spear_benches::fixture::{TEN_THOUSAND_TOOLS, fixture_server};
 use spear_benches::floor::Floor;
+use spear_benches::floor_async::AsyncFloor;
 use spear_benches::official;
 use spear_benches::ours::{self, Gateway};
 use spear_benches::stats::{median_range, ratios, round_order, summarize};
@@ -26,6 +32,7 @@ use tokio::runtime::Runtime;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Client {
     Floor,
+    AsyncFloor,
     Mcp,
     Gateway,
     Rmcp,
@@ -35,6 +42,7 @@ impl Client {
     fn name(self) -> &'static str {
         match self {
             Client::Floor => "floor",
+            Client::AsyncFloor => "async floor",
             Client::Mcp => "mcp-stdio",
             Client::Gateway => "gateway",
             Client::Rmcp => "rmcp",
@@ -43,11 +51,41 @@ impl Client {
 }
 
 const CALLERS: [Client; 4] = [Client::Floor, Client::Mcp, Client::Gateway, Client::Rmcp];
+/// The round trip also runs the async floor: the least a tokio client pays.
+const RTT_CALLERS: [Client; 5] = [
+    Client::Floor,
+    Client::AsyncFloor,
+    Client::Mcp,
+    Client::Gateway,
+    Client::Rmcp,
+];
 const STARTERS: [Client; 3] = [Client::Floor, Client::Mcp, Client::Rmcp];
+
+/// Where the tokio clients' calls run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Caller {
+    /// A spawned task: the usual place of a caller in a server.
+    Task,
+    /// The root future given to `block_on`.
+    Root,
+}
+
+/// Runs `f` where `caller` says and waits for it.
+fn drive<T: Send + 'static>(
+    rt: &Runtime,
+    caller: Caller,
+    f: impl Future<Output = T> + Send + 'static,
+) -> T {
+    match caller {
+        Caller::Task => rt.block_on(async { tokio::spawn(f).await.expect("the caller task ends") }),
+        Caller::Root => rt.block_on(f),
+    }
+}
 
 struct Args {
     rounds: usize,
     cpu: Option<usize>,
+    caller: Caller,
     only: Vec<String>,
     memory_child: Option<(String, usize)>,
 }
@@ -56,6 +94,7 @@ fn parse_args() -> Args {
     let mut args = Args {
         rounds: 15,
         cpu: Some(0),
+        caller: Caller::Task,
         only: Vec::new(),
         memory_child: None,
     };
@@ -65,6 +104,7 @@ fn parse_args() -> Args {
             "--rounds" => args.rounds = it.next().and_then(|v| v.parse().ok()).unwrap_or(15),
             "--cpu" => args.cpu = it.next().and_then(|v| v.parse().ok()),
             "--no-pin" => args.cpu = None,
+            "--root" => args.caller = Caller::Root,
             "--only" => args.only.extend(it.next()),
             "--memory-child" => {
                 let client = it.next().unwrap_or_default();
@@ -97,7 +137,7 @@ fn main() {
     println!("# spear-capabilities: clients side by side");
     println!();
     println!(
-        "machine: {} CPUs ({}), {}; pinned: {}; runtime: tokio current_thread; rounds: {}",
+        "machine: {} CPUs ({}), {}; pinned: {}; runtime: tokio current_thread, callers in {}; rounds: {}",
         cpus,
         cpu_model(),
         kernel(),
@@ -108,6 +148,10 @@ fn main() {
             ),
             None => "no".to_owned(),
         },
+        match args.caller {
+            Caller::Task => "a spawned task",
+            Caller::Root => "the root future (block_on)",
+        },
         args.rounds
     );
     println!("fixture: {}", fixture.display());
@@ -115,11 +159,11 @@ fn main() {
     println!("| row | client | median (range over rounds) | ratio to floor, median (range) |");
     println!("|---|---|---|---|");
     if wanted("rtt") {
-        round_trip(&rt, &fixture, args.rounds);
+        round_trip(&rt, &fixture, args.rounds, args.caller);
     }
     if wanted("throughput") {
         for window in [1, 8, 64] {
-            throughput(&rt, &fixture, args.rounds, window);
+            throughput(&rt, &fixture, args.rounds, window, args.caller);
         }
     }
     if wanted("start") {
@@ -162,9 +206,9 @@ fn millis(d: Duration) -> f64 {
 /// The clients that call, each with one started connection.
 struct Callers {
     floor: Floor,
-    mcp: spear_mcp_stdio::McpProvider,
-    gateway: Gateway,
-    rmcp: official::Client,
+    mcp: Arc<spear_mcp_stdio::McpProvider>,
+    gateway: Arc<Gateway>,
+    rmcp: Arc<official::Client>,
 }
 
 impl Callers {
@@ -173,20 +217,59 @@ impl Callers {
         rt.block_on(async {
             Callers {
                 floor,
-                mcp: ours::start(fixture, &[]).await.expect("mcp-stdio starts"),
-                gateway: Gateway::open(fixture, &[]).await.expect("gateway opens"),
-                rmcp: official::start(fixture, &[]).await.expect("rmcp starts"),
+                mcp: Arc::new(ours::start(fixture, &[]).await.expect("mcp-stdio starts")),
+                gateway: Arc::new(Gateway::open(fixture, &[]).await.expect("gateway opens")),
+                rmcp: Arc::new(official::start(fixture, &[]).await.expect("rmcp starts")),
             }
         })
     }
 
+    /// Runs `calls` with the given tokio client where `caller` says.
+    fn run<T: Send + 'static, Fut: Future<Output = T> + Send + 'static>(
+        &self,
+        rt: &Runtime,
+        caller: Caller,
+        client: Client,
+        calls: impl FnOnce(Tokio) -> Fut,
+    ) -> T {
+        let tokio = match client {
+            Client::Mcp => Tokio::Mcp(Arc::clone(&self.mcp)),
+            Client::Gateway => Tokio::Gateway(Arc::clone(&self.gateway)),
+            Client::Rmcp => Tokio::Rmcp(Arc::clone(&self.rmcp)),
+            Client::Floor | Client::AsyncFloor => unreachable!("not a shared client"),
+        };
+        drive(rt, caller, calls(tokio))
+    }
+
     fn close(self, rt: &Runtime) {
         drop(self.floor);
+        let only = "no caller keeps a client";
+        let mcp = Arc::try_unwrap(self.mcp).expect(only);
+        let gateway = Arc::try_unwrap(self.gateway).expect(only);
+        let rmcp = Arc::try_unwrap(self.rmcp).expect(only);
         rt.block_on(async {
-            let _ = self.mcp.shutdown().await;
-            self.gateway.close().await;
-            official::close(self.rmcp).await;
+            let _ = mcp.shutdown().await;
+            gateway.close().await;
+            official::close(rmcp).await;
         });
+    }
+}
+
+/// One tokio client, owned by the future that calls it.
+enum Tokio {
+    Mcp(Arc<spear_mcp_stdio::McpProvider>),
+    Gateway(Arc<Gateway>),
+    Rmcp(Arc<official::Client>),
+}
+
+impl Tokio {
+    /// One echo call.
+    async fn call_echo(&self, line: &str) -> Result<(), String> {
+        match self {
+            Tokio::Mcp(p) => ours::call_echo(p).await,
+            Tokio::Gateway(g) => g.call_echo(line).await,
+            Tokio::Rmcp(c) => official::call_echo(c).await,
+        }
     }
 }
 
@@ -205,48 +288,61 @@ where
     out
 }
 
-fn round_trip(rt: &Runtime, fixture: &Path, rounds: usize) {
+fn round_trip(rt: &Runtime, fixture: &Path, rounds: usize, caller: Caller) {
     const CALLS: usize = 2000;
-    let c = Callers::open(rt, fixture);
-    let line = ours::invoke_line();
-    let mut floor = c.floor;
-    let mut medians: Vec<(Client, Vec<f64>)> = CALLERS.iter().map(|&c| (c, vec![])).collect();
-    let mut p99s: Vec<(Client, Vec<f64>)> = CALLERS.iter().map(|&c| (c, vec![])).collect();
+    let mut c = Callers::open(rt, fixture);
+    let mut async_floor = Some(
+        rt.block_on(AsyncFloor::start(fixture, &[]))
+            .expect("async floor starts"),
+    );
+    let line: Arc<str> = ours::invoke_line().into();
+    let mut medians: Vec<(Client, Vec<f64>)> = RTT_CALLERS.iter().map(|&c| (c, vec![])).collect();
+    let mut p99s: Vec<(Client, Vec<f64>)> = RTT_CALLERS.iter().map(|&c| (c, vec![])).collect();
     for round in 0..=rounds {
-        for client in round_order(&CALLERS, round) {
-            let samples = rt.block_on(async {
-                match client {
-                    Client::Floor => {
-                        timed_calls(CALLS, || {
-                            let r = floor.call_echo().map(drop).map_err(|e| e.to_string());
-                            async { r }
-                        })
-                        .await
-                    }
-                    Client::Mcp => timed_calls(CALLS, || ours::call_echo(&c.mcp)).await,
-                    Client::Gateway => timed_calls(CALLS, || c.gateway.call_echo(&line)).await,
-                    Client::Rmcp => timed_calls(CALLS, || official::call_echo(&c.rmcp)).await,
+        for client in round_order(&RTT_CALLERS, round) {
+            let samples = match client {
+                Client::Floor => rt.block_on(timed_calls(CALLS, || {
+                    let r = c.floor.call_echo().map(drop).map_err(|e| e.to_string());
+                    async { r }
+                })),
+                Client::AsyncFloor => {
+                    let mut f = async_floor.take().expect("the async floor is back");
+                    let (f, samples) = drive(rt, caller, async move {
+                        let mut out = Vec::with_capacity(CALLS);
+                        for _ in 0..CALLS {
+                            let began = Instant::now();
+                            f.call_echo().await.unwrap_or_else(|e| panic!("{e}"));
+                            out.push(micros(began.elapsed()));
+                        }
+                        (f, out)
+                    });
+                    async_floor = Some(f);
+                    samples
                 }
-            });
+                _ => {
+                    let line = Arc::clone(&line);
+                    c.run(rt, caller, client, |t| async move {
+                        timed_calls(CALLS, || t.call_echo(&line)).await
+                    })
+                }
+            };
             // Round 0 warms every client up and is not counted.
             if round == 0 {
                 continue;
             }
             let s = summarize(&samples);
-            let i = CALLERS.iter().position(|&x| x == client).expect("known");
+            let i = RTT_CALLERS
+                .iter()
+                .position(|&x| x == client)
+                .expect("known");
             medians[i].1.push(s.median);
             p99s[i].1.push(s.p99);
         }
     }
     report("call round trip, median", "us", 1, &medians);
     report("call round trip, p99", "us", 1, &p99s);
-    Callers {
-        floor,
-        mcp: c.mcp,
-        gateway: c.gateway,
-        rmcp: c.rmcp,
-    }
-    .close(rt);
+    rt.block_on(async { drop(async_floor) });
+    c.close(rt);
 }
 
 /// Runs `total` calls with `window` callers each calling in a loop.
@@ -255,11 +351,15 @@ where
     F: Fn() -> Fut,
     Fut: Future<Output = Result<(), String>>,
 {
-    let left = std::cell::Cell::new(total);
+    // Atomic only so that the future can move to a task.
+    let left = std::sync::atomic::AtomicUsize::new(total);
     let take = || {
-        let n = left.get();
-        left.set(n.saturating_sub(1));
-        n > 0
+        left.fetch_update(
+            std::sync::atomic::Ordering::Relaxed,
+            std::sync::atomic::Ordering::Relaxed,
+            |n| n.checked_sub(1),
+        )
+        .is_ok()
     };
     join_all((0..window).map(|_| async {
         while take() {
@@ -269,27 +369,23 @@ where
     .await;
 }
 
-fn throughput(rt: &Runtime, fixture: &Path, rounds: usize, window: usize) {
+fn throughput(rt: &Runtime, fixture: &Path, rounds: usize, window: usize, caller: Caller) {
     const CALLS: usize = 20_000;
-    let c = Callers::open(rt, fixture);
-    let line = ours::invoke_line();
-    let mut floor = c.floor;
+    let mut c = Callers::open(rt, fixture);
+    let line: Arc<str> = ours::invoke_line().into();
     let mut rates: Vec<(Client, Vec<f64>)> = CALLERS.iter().map(|&c| (c, vec![])).collect();
     for round in 0..=rounds {
         for client in round_order(&CALLERS, round) {
             let began = Instant::now();
-            rt.block_on(async {
-                match client {
-                    Client::Floor => floor.calls_in_flight(CALLS, window).expect("floor calls"),
-                    Client::Mcp => in_flight(CALLS, window, || ours::call_echo(&c.mcp)).await,
-                    Client::Gateway => {
-                        in_flight(CALLS, window, || c.gateway.call_echo(&line)).await;
-                    }
-                    Client::Rmcp => {
-                        in_flight(CALLS, window, || official::call_echo(&c.rmcp)).await;
-                    }
+            match client {
+                Client::Floor => c.floor.calls_in_flight(CALLS, window).expect("floor calls"),
+                _ => {
+                    let line = Arc::clone(&line);
+                    c.run(rt, caller, client, |t| async move {
+                        in_flight(CALLS, window, || t.call_echo(&line)).await;
+                    });
                 }
-            });
+            }
             let rate = CALLS as f64 / began.elapsed().as_secs_f64() / 1000.0;
             if round > 0 {
                 let i = CALLERS.iter().position(|&x| x == client).expect("known");
@@ -303,13 +399,7 @@ fn throughput(rt: &Runtime, fixture: &Path, rounds: usize, window: usize) {
         1,
         &rates,
     );
-    Callers {
-        floor,
-        mcp: c.mcp,
-        gateway: c.gateway,
-        rmcp: c.rmcp,
-    }
-    .close(rt);
+    c.close(rt);
 }
 
 /// Spawn, initialize and list every tool of `n` servers at once; the
@@ -357,7 +447,7 @@ fn start_once(rt: &Runtime, fixture: &Path, client: Client, n: usize) -> f64 {
             join_all(started.into_iter().map(official::close)).await;
             t
         }),
-        Client::Gateway => unreachable!("the gateway starts through mcp-stdio"),
+        Client::Gateway | Client::AsyncFloor => unreachable!("not a starter"),
     }
 }
 
@@ -406,7 +496,7 @@ fn list(rt: &Runtime, fixture: &Path, rounds: usize) {
                         .block_on(official::list_all(&rmcp))
                         .expect("listed")
                         .len(),
-                    Client::Gateway => unreachable!("not a lister"),
+                    Client::Gateway | Client::AsyncFloor => unreachable!("not a lister"),
                 };
                 samples.push(millis(began.elapsed()));
                 assert_eq!(n, 10_000);

@@ -38,6 +38,18 @@ fn main() {
                 }
                 let _ = p.shutdown().await;
             }
+            "call-task" => {
+                let p = ours::start(&fixture, &[]).await.expect("starts");
+                let p = tokio::spawn(async move {
+                    for _ in 0..n {
+                        ours::call_echo(&p).await.expect("echo");
+                    }
+                    p
+                })
+                .await
+                .expect("the task ends");
+                let _ = p.shutdown().await;
+            }
             "gateway" => {
                 let g = Gateway::open(&fixture, &[]).await.expect("opens");
                 let line = ours::invoke_line();

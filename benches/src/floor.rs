@@ -23,7 +23,7 @@ pub struct Floor {
     next_id: u64,
 }
 
-fn invalid(what: impl Into<String>) -> io::Error {
+pub(crate) fn invalid(what: impl Into<String>) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, what.into())
 }
 
@@ -217,7 +217,7 @@ impl Floor {
 }
 
 /// The params of an echo call, written once.
-fn echo_params() -> &'static str {
+pub(crate) fn echo_params() -> &'static str {
     static PARAMS: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     PARAMS.get_or_init(|| {
         serde_json::json!({"name": "echo", "arguments": {"text": ECHO_TEXT}}).to_string()

@@ -12,6 +12,7 @@
 
 pub mod fixture;
 pub mod floor;
+pub mod floor_async;
 pub mod official;
 pub mod ours;
 pub mod stats;
