@@ -7,19 +7,20 @@
 //! wake only at the oldest one's. Registering and dropping a timer for every
 //! call cost about a tenth of the client's work on a call.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncWriteExt, BufReader};
-use tokio::sync::{mpsc, oneshot};
+use tokio::io::BufReader;
+use tokio::sync::oneshot;
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
 use crate::codec::{self, Incoming, LineReader, Raw, ReadError};
 use crate::error::Failure;
+use crate::outbox::Outbox;
 use crate::process::{Pipes, ServerProcess};
 
 /// What happened on the connection that is not an answer to us: kept for the
@@ -50,23 +51,16 @@ struct Waiter {
 
 #[derive(Debug, Default)]
 struct Shared {
-    pending: HashMap<u64, Waiter>,
+    pending: BTreeMap<u64, Waiter>,
     failure: Option<Failure>,
     stats: Stats,
-}
-
-/// A line for the writer task, or the order to close the server's stdin.
-#[derive(Debug)]
-enum Out {
-    Line(Vec<u8>),
-    Close,
 }
 
 /// One connection to one server.
 #[derive(Debug)]
 pub(crate) struct Connection {
     shared: Arc<Mutex<Shared>>,
-    out: mpsc::UnboundedSender<Out>,
+    out: Outbox,
     next_id: AtomicU64,
     timeout: Duration,
     sweeper: AbortHandle,
@@ -75,6 +69,7 @@ pub(crate) struct Connection {
 impl Drop for Connection {
     fn drop(&mut self) {
         self.sweeper.abort();
+        self.out.close();
     }
 }
 
@@ -83,16 +78,18 @@ fn lock(shared: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
 }
 
 impl Connection {
-    /// Starts the writer and reader tasks over `pipes`.
+    /// Starts the writer, reader and sweeper tasks over `pipes`.
+    ///
+    /// # Errors
+    /// When the server's stdin cannot be registered with the runtime.
     pub(crate) fn start(
         pipes: Pipes,
         process: Arc<ServerProcess>,
         timeout: Duration,
         max_line: usize,
-    ) -> Self {
+    ) -> std::io::Result<Self> {
         let shared = Arc::new(Mutex::new(Shared::default()));
-        let (out, rx) = mpsc::unbounded_channel();
-        tokio::spawn(write_loop(pipes.stdin, rx));
+        let out = Outbox::start(pipes.stdin)?;
         let reader = LineReader::new(BufReader::with_capacity(64 * 1024, pipes.stdout), max_line);
         tokio::spawn(read_loop(
             reader,
@@ -101,13 +98,13 @@ impl Connection {
             Arc::downgrade(&process),
         ));
         let sweeper = tokio::spawn(sweep(Arc::downgrade(&shared), out.clone(), timeout));
-        Connection {
+        Ok(Connection {
             shared,
             out,
             next_id: AtomicU64::new(1),
             timeout,
             sweeper: sweeper.abort_handle(),
-        }
+        })
     }
 
     /// Sends one request and waits for its answer, at most the timeout.
@@ -121,20 +118,22 @@ impl Connection {
     ) -> Answer {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
-        {
+        let others_in_flight = {
             let deadline = Instant::now() + self.timeout;
             let mut shared = lock(&self.shared);
             if let Some(failure) = &shared.failure {
                 return Err(failure.clone());
             }
             shared.pending.insert(id, Waiter { tx, deadline });
-        }
+            shared.pending.len() > 1
+        };
         let mut guard = Pending {
             id,
             connection: self,
             armed: true,
         };
-        let _ = self.out.send(Out::Line(codec::request(id, method, params)));
+        self.out
+            .send(&codec::request(id, method, params), others_in_flight);
         // The answer, or the failure of the connection: the sweeper's
         // timeout, the reader's end, or shutdown.
         let answer = rx.await;
@@ -145,9 +144,7 @@ impl Connection {
 
     /// Sends one notification.
     pub(crate) fn notify(&self, method: &str, params: Option<Value>) {
-        let _ = self
-            .out
-            .send(Out::Line(codec::notification(method, params)));
+        self.out.send(&codec::notification(method, params), false);
     }
 
     /// Fails the connection, and every pending request with it, unless it
@@ -163,7 +160,7 @@ impl Connection {
 
     /// Closes the server's stdin, the polite way to ask it to leave.
     pub(crate) fn close(&self) {
-        let _ = self.out.send(Out::Close);
+        self.out.close();
     }
 
     /// A snapshot of the counters.
@@ -192,7 +189,7 @@ fn fail(shared: &Mutex<Shared>, failure: Failure) {
 /// cancelled and fails the connection. A request sent later has a later
 /// deadline than any the sweeper sleeps towards, so sending never has to
 /// wake it.
-async fn sweep(shared: Weak<Mutex<Shared>>, out: mpsc::UnboundedSender<Out>, timeout: Duration) {
+async fn sweep(shared: Weak<Mutex<Shared>>, out: Outbox, timeout: Duration) {
     let mut wake_at = Instant::now() + timeout;
     loop {
         tokio::time::sleep_until(wake_at).await;
@@ -219,7 +216,7 @@ async fn sweep(shared: Weak<Mutex<Shared>>, out: mpsc::UnboundedSender<Out>, tim
             }
         };
         if let Some(id) = expired {
-            let _ = out.send(Out::Line(cancelled(id, "timed out")));
+            out.send(&cancelled(id, "timed out"), false);
             fail(&shared, Failure::Timeout(timeout));
             return;
         }
@@ -252,48 +249,17 @@ impl Drop for Pending<'_> {
             .remove(&self.id)
             .is_some();
         if removed {
-            let _ = self
-                .connection
+            self.connection
                 .out
-                .send(Out::Line(cancelled(self.id, "the client stopped waiting")));
+                .send(&cancelled(self.id, "the client stopped waiting"), false);
         }
     }
-}
-
-async fn write_loop(mut stdin: tokio::process::ChildStdin, mut rx: mpsc::UnboundedReceiver<Out>) {
-    // Lines queued together go out in one write: many calls in flight then
-    // cost one system call, not one each.
-    let mut batch = Vec::new();
-    let mut close = false;
-    while !close {
-        match rx.recv().await {
-            Some(Out::Line(line)) => batch.extend_from_slice(&line),
-            Some(Out::Close) | None => break,
-        }
-        while batch.len() < 1024 * 1024 {
-            match rx.try_recv() {
-                Ok(Out::Line(line)) => batch.extend_from_slice(&line),
-                Ok(Out::Close) => {
-                    close = true;
-                    break;
-                }
-                Err(_) => break,
-            }
-        }
-        // A server that stopped reading shows up on the reader side as EOF
-        // or a timeout; here there is nothing more to do than stop.
-        if stdin.write_all(&batch).await.is_err() || stdin.flush().await.is_err() {
-            return;
-        }
-        batch.clear();
-    }
-    // Closed, or the connection is gone: dropping stdin closes it.
 }
 
 async fn read_loop(
     mut reader: LineReader<BufReader<tokio::process::ChildStdout>>,
     shared: Arc<Mutex<Shared>>,
-    out: mpsc::UnboundedSender<Out>,
+    out: Outbox,
     // Weak: the provider's drop must reach the process (and kill its group)
     // while this task still waits for the end of stdout.
     process: Weak<ServerProcess>,
@@ -343,7 +309,7 @@ async fn read_loop(
                 } else {
                     Err((-32601, "method not found"))
                 };
-                let _ = out.send(Out::Line(codec::response(id, answer)));
+                out.send(&codec::response(id, answer), false);
             }
             Incoming::Notification => lock(&shared).stats.notifications += 1,
             Incoming::Batch => {

@@ -21,6 +21,7 @@ mod client;
 mod codec;
 mod content;
 mod error;
+mod outbox;
 mod process;
 mod provider;
 mod tools;

@@ -122,7 +122,14 @@ impl McpProvider {
             Arc::clone(&process),
             options.timeout,
             options.max_line,
-        );
+        )
+        .map_err(|e| {
+            Failure::Start(format!("the server's stdin cannot be used: {e}")).into_error(
+                id,
+                "",
+                process.stderr_tail(),
+            )
+        })?;
         let mut provider = McpProvider {
             id: id.to_owned(),
             connection,
@@ -239,7 +246,7 @@ impl McpProvider {
         )))
     }
 
-    async fn call(&self, request: CallRequest) -> Result<CallResult, Failure> {
+    async fn call(&self, request: &CallRequest) -> Result<CallResult, Failure> {
         let params = CallParams {
             name: &request.tool,
             arguments: &request.arguments,
@@ -280,8 +287,9 @@ impl Provider for McpProvider {
     }
 
     async fn call_tool(&self, request: CallRequest) -> Result<CallResult, Error> {
-        let tool = request.tool.clone();
-        self.call(request).await.map_err(|f| self.error(f, &tool))
+        self.call(&request)
+            .await
+            .map_err(|f| self.error(f, &request.tool))
     }
 
     async fn shutdown(&self) -> Result<(), Error> {

@@ -252,3 +252,34 @@ async fn each_call_gets_the_whole_timeout_from_when_it_is_sent() {
     );
     stop(p).await;
 }
+
+/// Lines larger than the pipe holds go out in pieces, from the sender and
+/// then the writer task; lines sent meanwhile wait behind them, so none is
+/// cut into another and every call gets its own answer.
+#[tokio::test]
+async fn lines_larger_than_the_pipe_never_interleave() {
+    let p = start(&[]).await;
+    let texts: Vec<String> = (0..24)
+        .map(|i| {
+            let size = if i % 3 == 0 { 300_000 } else { 10 };
+            format!("{i:02}:{}", "x".repeat(size))
+        })
+        .collect();
+    let results = join_all(
+        texts
+            .iter()
+            .map(|t| p.call_tool(CallRequest::new("echo", text_args(t)))),
+    )
+    .await;
+    for (t, r) in texts.iter().zip(results) {
+        assert_eq!(&r.expect("answered").joined_text(), t);
+    }
+    // One alone, larger than the pipe: written partly by the caller.
+    let big = "y".repeat(1_000_000);
+    let r = p
+        .call_tool(CallRequest::new("echo", text_args(&big)))
+        .await
+        .expect("answered");
+    assert_eq!(r.joined_text(), big);
+    stop(p).await;
+}

@@ -1,0 +1,142 @@
+//! The way to the server's stdin: lines in order, never interleaved, and
+//! written by the sender itself when nothing is queued before them.
+//!
+//! A request sent while no other is in flight is written straight away,
+//! without a hop to a writer task (that hop, a channel and a task poll, was
+//! a tenth of a call's work in the client). Lines sent while others are in
+//! flight, and whatever a full pipe does not take, wait in one queue that a
+//! writer task empties in as few writes as it can, so many calls in flight
+//! still share a system call.
+
+use std::io;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio::net::unix::pipe;
+use tokio::process::ChildStdin;
+use tokio::sync::Notify;
+
+/// The sending side, shared by the connection, its reader and its sweeper.
+#[derive(Debug, Clone)]
+pub(crate) struct Outbox {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    state: Mutex<State>,
+    /// Wakes the writer task: something is queued, or the box was closed.
+    wake: Notify,
+}
+
+#[derive(Debug)]
+struct State {
+    /// `None` once closed or broken: what is sent then is dropped (the
+    /// reader sees the server leave, or the sweeper times the request out).
+    pipe: Option<Arc<pipe::Sender>>,
+    /// Bytes the writer task must write before anything else.
+    queue: Vec<u8>,
+    /// Close the pipe once the queue is written.
+    closing: bool,
+}
+
+impl Outbox {
+    /// Takes the server's stdin and starts the writer task.
+    ///
+    /// # Errors
+    /// When the pipe cannot be registered with the runtime.
+    pub(crate) fn start(stdin: ChildStdin) -> io::Result<Outbox> {
+        let pipe = pipe::Sender::from_owned_fd(stdin.into_owned_fd()?)?;
+        let outbox = Outbox {
+            inner: Arc::new(Inner {
+                state: Mutex::new(State {
+                    pipe: Some(Arc::new(pipe)),
+                    queue: Vec::new(),
+                    closing: false,
+                }),
+                wake: Notify::new(),
+            }),
+        };
+        tokio::spawn(write_queued(Arc::clone(&outbox.inner)));
+        Ok(outbox)
+    }
+
+    /// Sends `line` after everything sent before it. With `queue_only`
+    /// (others are in flight, so more lines are likely to follow soon) it
+    /// goes to the writer task even when nothing waits before it.
+    pub(crate) fn send(&self, line: &[u8], queue_only: bool) {
+        let mut state = self.inner.lock();
+        let Some(pipe) = state.pipe.as_ref().filter(|_| !state.closing) else {
+            return;
+        };
+        let mut rest = line;
+        if state.queue.is_empty() && !queue_only {
+            match pipe.try_write(line) {
+                Ok(n) if n == line.len() => return,
+                Ok(n) => rest = &line[n..],
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(_) => {
+                    state.pipe = None;
+                    return;
+                }
+            }
+        }
+        let was_empty = state.queue.is_empty();
+        state.queue.extend_from_slice(rest);
+        drop(state);
+        if was_empty {
+            self.inner.wake.notify_one();
+        }
+    }
+
+    /// Closes the server's stdin once everything sent is written: the
+    /// polite way to ask it to leave.
+    pub(crate) fn close(&self) {
+        self.inner.lock().closing = true;
+        self.inner.wake.notify_one();
+    }
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The writer task: writes what is queued, as much at a time as the pipe
+/// takes, waiting for the pipe to have room between writes.
+async fn write_queued(inner: Arc<Inner>) {
+    loop {
+        let pipe = {
+            let mut state = inner.lock();
+            match &state.pipe {
+                None => return,
+                Some(_) if state.queue.is_empty() && state.closing => {
+                    // Dropping the last handle closes the pipe.
+                    state.pipe = None;
+                    return;
+                }
+                Some(pipe) if !state.queue.is_empty() => Some(Arc::clone(pipe)),
+                Some(_) => None,
+            }
+        };
+        let Some(pipe) = pipe else {
+            inner.wake.notified().await;
+            continue;
+        };
+        if pipe.writable().await.is_err() {
+            inner.lock().pipe = None;
+            return;
+        }
+        let mut state = inner.lock();
+        match pipe.try_write(&state.queue) {
+            Ok(n) => {
+                state.queue.drain(..n);
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(_) => {
+                state.pipe = None;
+                return;
+            }
+        }
+    }
+}
