@@ -2,11 +2,14 @@
 //! target/release/examples/profile list|call|gateway [n]`.
 //!
 //! `list` lists 10 000 tools in 100 pages with mcp-stdio, `call` makes echo
-//! calls with mcp-stdio, `gateway` makes them through a turn, `floor` makes
-//! them with the floor client, `rmcp` with the official SDK.
+//! calls with mcp-stdio (`call-task`: from a spawned task, as the compare
+//! bench does), `gateway` makes them through a turn, `floor` makes them with
+//! the floor client, `async-floor` with the async floor (in a task), `rmcp`
+//! with the official SDK.
 
 use spear_benches::fixture::{TEN_THOUSAND_TOOLS, fixture_server};
 use spear_benches::floor::Floor;
+use spear_benches::floor_async::AsyncFloor;
 use spear_benches::official;
 use spear_benches::ours::{self, Gateway};
 use spear_capabilities::Provider;
@@ -57,6 +60,18 @@ fn main() {
                     g.call_echo(&line).await.expect("echo");
                 }
                 g.close().await;
+            }
+            "async-floor" => {
+                let mut f = AsyncFloor::start(&fixture, &[]).await.expect("starts");
+                f = tokio::spawn(async move {
+                    for _ in 0..n {
+                        f.call_echo().await.expect("echo");
+                    }
+                    f
+                })
+                .await
+                .expect("the task ends");
+                drop(f);
             }
             "floor" => {
                 let mut f = Floor::start(&fixture, &[]).expect("starts");
