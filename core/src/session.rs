@@ -73,7 +73,7 @@ use crate::connector::{Connector, KindConnector};
 use crate::exposure::{
     Class, Exposure, Limits, Shown, ShownCapability, ShownUnavailable, expose, index_text,
 };
-use crate::framing::{frame, json_text, one_line, result_text, sanitised_json};
+use crate::framing::{frame, json_text, one_line, result_body, sanitised_json};
 use crate::permission::{PermissionMode, WriteRequest};
 use crate::registry::{ProviderEntry, Registry, WritePolicy};
 use crate::selection::{TurnContext, select};
@@ -803,7 +803,7 @@ impl Turn {
                     AnswerStatus::Failed,
                     format!(
                         "`{cap}` reported an error:\n{}",
-                        frame(provider, cap, &result_text(&result))
+                        frame(provider, cap, &result_body(&result))
                     ),
                 ),
             ),
@@ -811,7 +811,7 @@ impl Turn {
                 "ok",
                 Answer::new(
                     AnswerStatus::Ok,
-                    frame(provider, cap, &result_text(&result)),
+                    frame(provider, cap, &result_body(&result)),
                 ),
             ),
             Err(Error::CallRejected { code, message, .. }) => (
