@@ -769,13 +769,18 @@ impl Turn {
                 &format!("Describe `{cap}` before invoking it: spear-capability describe {cap}"),
             );
         }
-        if let Err(errors) = tool.schema.check(&arguments) {
+        // Checked as the value the call sends, not a copy of it.
+        let arguments = Value::Object(arguments);
+        if let Err(errors) = tool.schema.check_object(&arguments) {
             let text = format!(
                 "The arguments do not fit the schema of `{cap}`:\n{}",
                 frame(&slot.entry.id, cap, &errors.join("\n"))
             );
             return self.refuse(Some(id), line, &text);
         }
+        let Value::Object(arguments) = arguments else {
+            unreachable!("made an object above")
+        };
         let args_text = bounded_json(&arguments);
         if tool.shown.class == Class::Write {
             if let Some(reason) = self.write_refusal(slot, cap, &args_text).await {
