@@ -10,7 +10,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
@@ -323,7 +323,7 @@ impl Audit {
     /// Records `event` now.
     pub fn emit(&self, event: AuditEvent) {
         self.sink.record(AuditRecord {
-            time: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
+            time: rfc3339_millis(SystemTime::now()),
             session: self.session.clone(),
             turn: self.turn.clone(),
             event,
@@ -331,9 +331,85 @@ impl Audit {
     }
 }
 
+/// `time` as RFC 3339 UTC with milliseconds, exactly as
+/// `humantime::format_rfc3339_millis` writes it, without going through
+/// `fmt`: every audit record carries one, and formatting was a third of
+/// recording a call.
+fn rfc3339_millis(time: SystemTime) -> String {
+    /// 10000-01-01T00:00:00Z: four-digit years end there. humantime cannot
+    /// write a time outside 1970..10000 either; it is left to it, as before.
+    const YEAR_10000: u64 = 253_402_300_800;
+    let since = match time.duration_since(UNIX_EPOCH) {
+        Ok(d) if d.as_secs() < YEAR_10000 => d,
+        _ => return humantime::format_rfc3339_millis(time).to_string(),
+    };
+    let secs = since.as_secs();
+    let (days, day_secs) = (secs / 86_400, secs % 86_400);
+    // Days to a civil date (H. Hinnant's algorithm), in unsigned arithmetic:
+    // the shift by 719 468 days moves the epoch to 0000-03-01.
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z % 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    let mut out = *b"0000-00-00T00:00:00.000Z";
+    let mut put = |at: usize, width: usize, mut value: u64| {
+        for i in (at..at + width).rev() {
+            // A digit: value % 10 < 10.
+            out[i] = b'0' + (value % 10) as u8;
+            value /= 10;
+        }
+    };
+    put(0, 4, year);
+    put(5, 2, month);
+    put(8, 2, day);
+    put(11, 2, day_secs / 3600);
+    put(14, 2, day_secs / 60 % 60);
+    put(17, 2, day_secs % 60);
+    put(20, 3, u64::from(since.subsec_millis()));
+    // ASCII digits and punctuation only: the check cannot fail.
+    std::str::from_utf8(&out).map_or_else(|_| String::new(), str::to_owned)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn times_are_written_as_humantime_writes_them() {
+        let mut secs: Vec<u64> = vec![
+            0,
+            59,
+            86_399,
+            86_400,
+            951_782_400,     // 2000-02-29
+            951_868_799,     // 2000-02-29T23:59:59
+            4_107_542_400,   // 2100-03-01
+            4_102_444_799,   // 2099-12-31T23:59:59
+            253_402_300_799, // 9999-12-31T23:59:59
+        ];
+        // Every 7919th day and some second of it, up to the year 9999.
+        let mut s = 12_345u64;
+        while s < 253_402_300_800 {
+            secs.push(s);
+            s += 7919 * 86_400 + 3671;
+        }
+        for secs in secs {
+            for nanos in [0, 999_999, 1_000_000, 123_456_789, 999_999_999] {
+                let t = UNIX_EPOCH + Duration::new(secs, nanos);
+                assert_eq!(
+                    rfc3339_millis(t),
+                    humantime::format_rfc3339_millis(t).to_string(),
+                    "{secs}.{nanos}"
+                );
+            }
+        }
+    }
 
     #[derive(Clone, Default)]
     struct Shared(Arc<Mutex<Vec<u8>>>);

@@ -52,12 +52,19 @@ pub enum Class {
     Write,
 }
 
-impl fmt::Display for Class {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
+impl Class {
+    /// `READ` or `WRITE`, as shown and audited.
+    pub fn as_str(self) -> &'static str {
+        match self {
             Class::Read => "READ",
             Class::Write => "WRITE",
-        })
+        }
+    }
+}
+
+impl fmt::Display for Class {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

@@ -839,7 +839,7 @@ impl Turn {
         };
         self.audit.emit(AuditEvent::CapabilityInvoked {
             capability: cap.clone(),
-            class: tool.shown.class.to_string(),
+            class: tool.shown.class.as_str().to_owned(),
             arguments: args_text,
             outcome: label.to_owned(),
             duration_ms: millis(began.elapsed()),
