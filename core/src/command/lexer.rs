@@ -19,16 +19,22 @@ mod substitution;
 
 /// Lexes one command line.
 pub fn lex(line: &str) -> Lexed {
+    // A top-level word's text is never longer than the line, and the texts
+    // of a line without substitutions add up to no more than it either: one
+    // allocation each instead of growing word by word.
+    let mut top = Frame::new(FrameKind::Top, 0, true);
+    top.spare.reserve(line.len());
     let mut lexer = Lexer {
         src: line,
         pos: 0,
-        frames: vec![Frame::new(FrameKind::Top, 0, true)],
+        frames: vec![top],
         out: Lexed::default(),
         heredoc_next: None,
         heredocs: Vec::new(),
         backquotes: 0,
     };
     lexer.out.tokens.reserve(16);
+    lexer.out.reserve_texts(line.len());
     while lexer.pos < line.len() {
         lexer.step();
     }

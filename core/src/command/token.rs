@@ -25,6 +25,10 @@ impl Lexed {
         }
     }
 
+    pub(super) fn reserve_texts(&mut self, bytes: usize) {
+        self.texts.reserve(bytes);
+    }
+
     pub(super) fn push_text(&mut self, text: &str) -> Range<usize> {
         let start = self.texts.len();
         self.texts.push_str(text);
