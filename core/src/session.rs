@@ -203,6 +203,18 @@ struct Slot {
 }
 
 impl Slot {
+    /// Why the provider is unavailable, if it is; cheaper than
+    /// [`Slot::state`] (no reference count is touched).
+    fn unavailable(&self) -> Option<UnavailableReason> {
+        if let Some((reason, _)) = &*lock(&self.failed) {
+            return Some(*reason);
+        }
+        match self.started.get() {
+            Some(Err(reason)) => Some(*reason),
+            _ => None,
+        }
+    }
+
     fn state(&self) -> Option<Result<Arc<Ready>, UnavailableReason>> {
         if let Some((reason, _)) = &*lock(&self.failed) {
             return Some(Err(*reason));
@@ -717,9 +729,13 @@ impl Turn {
     }
 
     fn resolve(&self, id: &CapabilityId) -> Resolved<'_> {
-        let key = id.to_string();
+        // `provider/tool` pushed, not formatted: this runs on every call.
+        let mut key = String::with_capacity(id.provider.len() + 1 + id.tool.len());
+        key.push_str(&id.provider);
+        key.push('/');
+        key.push_str(&id.tool);
         if let Some(slot) = self.family.iter().find(|s| s.entry.id == id.provider) {
-            if let Some(Err(reason)) = slot.state() {
+            if let Some(reason) = slot.unavailable() {
                 return Resolved::Unavailable(id.provider.clone(), reason);
             }
         }
