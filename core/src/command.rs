@@ -67,6 +67,7 @@ mod lexer;
 mod parse;
 mod prefilter;
 mod recognizer;
+mod simple;
 mod token;
 
 pub use lexer::lex;

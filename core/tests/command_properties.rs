@@ -83,6 +83,42 @@ const PIECES: &[&str] = &[
     "\0",
 ];
 
+/// The pieces of simple command lines, and a few that make a line not
+/// simple after all.
+const SIMPLE_PIECES: &[&str] = &[
+    "spear-capability ",
+    "spear-capability",
+    "'spear-capability'",
+    "spear'-'capability",
+    " ",
+    " ",
+    "\t",
+    "list",
+    "describe ",
+    "invoke ",
+    "a/b ",
+    "/b",
+    "a/",
+    "'{\"x\": 1}'",
+    "'{\"x\": \"a b; c\"}'",
+    "'{}'",
+    "'[1]'",
+    "'{'",
+    "''",
+    "'",
+    "x",
+    "é",
+    "#",
+    "=",
+    "(",
+    ";",
+    "$",
+    "\"",
+    "\n",
+    "{",
+    "*",
+];
+
 fn shellish() -> impl Strategy<Value = String> {
     prop::collection::vec(select(PIECES), 0..32).prop_map(|p| p.concat())
 }
@@ -243,6 +279,17 @@ proptest! {
             prop_assert!(!m.contains('\n') && m.chars().count() <= 240, "{:?}", m);
         }
         prop_assert_eq!(got, recognize_unfiltered(&line));
+    }
+
+    /// Lines that are mostly the plain words and single-quoted strings of a
+    /// command (the recognizer's simple-line path) get the lexer's answer,
+    /// and so do their near misses.
+    #[test]
+    fn simple_lines_get_the_lexers_answer(
+        pieces in prop::collection::vec(select(SIMPLE_PIECES), 0..12),
+    ) {
+        let line = pieces.concat();
+        prop_assert_eq!(recognize(&line), recognize_unfiltered(&line), "{:?}", line);
     }
 
     /// Any input whose first word is `spear-capability` is never "not ours".

@@ -76,13 +76,13 @@ pub(super) fn parse(line: &str, lexed: &Lexed, name: usize) -> Result<Command, R
 }
 
 /// The words after the name, as the verb's form wants them.
-fn command(words: &[&str]) -> Result<Command, Refusal> {
-    let Some((&verb, rest)) = words.split_first() else {
+pub(super) fn command<W: AsRef<str>>(words: &[W]) -> Result<Command, Refusal> {
+    let Some((verb, rest)) = words.split_first() else {
         return Err(Refusal::new(format!(
             "{COMMAND_NAME} needs a verb: {LIST} | {DESCRIBE} | {INVOKE}"
         )));
     };
-    match verb {
+    match verb.as_ref() {
         "list" => {
             too_many(rest, 0, LIST)?;
             Ok(Command::List)
@@ -97,7 +97,7 @@ fn command(words: &[&str]) -> Result<Command, Refusal> {
             too_many(rest, 2, INVOKE)?;
             let arguments = match rest.get(1) {
                 None => serde_json::Map::new(),
-                Some(json) => arguments(json)?,
+                Some(json) => arguments(json.as_ref())?,
             };
             Ok(Command::Invoke { id, arguments })
         }
@@ -108,8 +108,8 @@ fn command(words: &[&str]) -> Result<Command, Refusal> {
     }
 }
 
-fn id(word: Option<&&str>, form: &str) -> Result<CapabilityId, Refusal> {
-    let Some(word) = word else {
+fn id<W: AsRef<str>>(word: Option<&W>, form: &str) -> Result<CapabilityId, Refusal> {
+    let Some(word) = word.map(AsRef::as_ref) else {
         return Err(Refusal::new(format!("missing capability id: {form}")));
     };
     CapabilityId::parse(word).ok_or_else(|| {
@@ -121,8 +121,8 @@ fn id(word: Option<&&str>, form: &str) -> Result<CapabilityId, Refusal> {
     })
 }
 
-fn too_many(rest: &[&str], allowed: usize, form: &str) -> Result<(), Refusal> {
-    match rest.get(allowed) {
+fn too_many<W: AsRef<str>>(rest: &[W], allowed: usize, form: &str) -> Result<(), Refusal> {
+    match rest.get(allowed).map(AsRef::as_ref) {
         None => Ok(()),
         Some(extra) => {
             let hint = if form == INVOKE {
