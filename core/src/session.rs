@@ -59,8 +59,8 @@
 //! # }
 //! ```
 
-use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -318,9 +318,8 @@ impl Session {
                 &inner.options.limits,
                 &*inner.options.tokens,
             ),
-            admitted: HashMap::new(),
+            admitted: BTreeMap::new(),
             family: Vec::new(),
-            described: Mutex::new(HashSet::new()),
         };
         if !selection.gateway {
             turn.audit.emit(AuditEvent::GatewayAbsent {
@@ -352,7 +351,12 @@ impl Session {
                         }
                         turn.admitted.insert(
                             tool.shown.id.clone(),
-                            (Arc::clone(slot), Arc::clone(&ready), index),
+                            Admitted {
+                                slot: Arc::clone(slot),
+                                ready: Arc::clone(&ready),
+                                index,
+                                described: AtomicBool::new(false),
+                            },
                         );
                         capabilities.push(tool.shown.clone());
                     }
@@ -624,11 +628,28 @@ pub struct Turn {
     mode: TurnMode,
     read_only: bool,
     shown: Shown,
-    /// Capability id -> its provider and the tool's index in its list.
-    admitted: HashMap<String, (Arc<Slot>, Arc<Ready>, usize)>,
+    /// Capability id -> its provider and tool. A B-tree, not a hash map:
+    /// no hashing on every call, and no hash a provider's tool names could
+    /// be chosen to collide in.
+    admitted: BTreeMap<String, Admitted>,
     /// The selected providers, in registry order.
     family: Vec<Arc<Slot>>,
-    described: Mutex<HashSet<String>>,
+}
+
+/// A capability a turn admits.
+struct Admitted {
+    slot: Arc<Slot>,
+    ready: Arc<Ready>,
+    /// The tool's index in `ready.tools`.
+    index: usize,
+    /// Whether the turn has described it (in index mode it must, first).
+    described: AtomicBool,
+}
+
+impl Admitted {
+    fn tool(&self) -> &Tool {
+        &self.ready.tools[self.index]
+    }
 }
 
 impl std::fmt::Debug for Turn {
@@ -641,7 +662,7 @@ impl std::fmt::Debug for Turn {
 }
 
 enum Resolved<'a> {
-    Admitted(&'a Slot, &'a Ready, &'a Tool),
+    Admitted(&'a Admitted),
     Unavailable(String, UnavailableReason),
     NotOffered(String),
 }
@@ -739,8 +760,8 @@ impl Turn {
                 return Resolved::Unavailable(id.provider.clone(), reason);
             }
         }
-        if let Some((slot, ready, index)) = self.admitted.get(&key) {
-            return Resolved::Admitted(slot, ready, &ready.tools[*index]);
+        if let Some(admitted) = self.admitted.get(&key) {
+            return Resolved::Admitted(admitted);
         }
         let hint = if self.read_only {
             " (this turn may use READ capabilities only)"
@@ -755,8 +776,9 @@ impl Turn {
 
     fn describe(&self, line: &str, id: &CapabilityId) -> Answer {
         match self.resolve(id) {
-            Resolved::Admitted(_, _, tool) => {
-                lock(&self.described).insert(tool.shown.id.clone());
+            Resolved::Admitted(admitted) => {
+                admitted.described.store(true, Ordering::Relaxed);
+                let tool = admitted.tool();
                 self.audit.emit(AuditEvent::CapabilityDescribed {
                     capability: tool.shown.id.clone(),
                 });
@@ -770,15 +792,16 @@ impl Turn {
     }
 
     async fn invoke(&self, line: &str, id: &CapabilityId, arguments: Map<String, Value>) -> Answer {
-        let (slot, ready, tool) = match self.resolve(id) {
-            Resolved::Admitted(s, r, t) => (s, r, t),
+        let admitted = match self.resolve(id) {
+            Resolved::Admitted(admitted) => admitted,
             Resolved::Unavailable(provider, reason) => {
                 return self.unavailable(line, id, &provider, reason);
             }
             Resolved::NotOffered(message) => return self.refuse(Some(id), line, &message),
         };
+        let (slot, ready, tool) = (&*admitted.slot, &*admitted.ready, admitted.tool());
         let cap = &tool.shown.id;
-        if self.shown.exposure == Exposure::Index && !lock(&self.described).contains(cap) {
+        if self.shown.exposure == Exposure::Index && !admitted.described.load(Ordering::Relaxed) {
             return self.refuse(
                 Some(id),
                 line,
