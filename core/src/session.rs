@@ -827,9 +827,10 @@ impl Turn {
             }
         }
         let began = Instant::now();
-        let call = ready
-            .provider
-            .call_tool(CallRequest::new(tool.name.clone(), arguments));
+        // Through the `dyn Provider` itself: on the `Arc` the forwarding impl
+        // would box a second future around the provider's own.
+        let provider: &dyn Provider = &*ready.provider;
+        let call = provider.call_tool(CallRequest::new(tool.name.clone(), arguments));
         let outcome = tokio::time::timeout(slot.entry.timeout + TIMEOUT_GRACE, call)
             .await
             .unwrap_or_else(|_| {
