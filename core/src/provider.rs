@@ -299,6 +299,19 @@ pub trait Provider: Debug + Send + Sync + 'static {
     /// Dropping the future abandons this call only.
     async fn call_tool(&self, request: CallRequest) -> Result<CallResult, Error>;
 
+    /// Whether this provider itself ends every [`Provider::call_tool`]
+    /// within the timeout it was connected with (the entry's `timeout`),
+    /// failing it with [`Error::Timeout`] when the tool takes longer.
+    ///
+    /// The gateway keeps a timer of its own around each call of a provider
+    /// that does not say so (the default), a grace period longer than the
+    /// entry's timeout, so that a provider that hangs cannot hold a turn
+    /// forever. A provider that says so is trusted, and no timer is armed:
+    /// one per call was a noticeable share of the gateway's own work.
+    fn keeps_call_timeout(&self) -> bool {
+        false
+    }
+
     /// Stops the provider and releases everything it holds. Later calls fail
     /// with [`Error::ShutDown`]. Calling it twice is harmless.
     ///
@@ -329,6 +342,9 @@ macro_rules! forward_provider {
             async fn call_tool(&self, request: CallRequest) -> Result<CallResult, Error> {
                 (**self).call_tool(request).await
             }
+            fn keeps_call_timeout(&self) -> bool {
+                (**self).keeps_call_timeout()
+            }
             async fn shutdown(&self) -> Result<(), Error> {
                 (**self).shutdown().await
             }
@@ -352,6 +368,40 @@ mod tests {
         fn _takes_boxed(p: Box<dyn Provider>) -> Arc<dyn Provider> {
             Arc::new(p)
         }
+    }
+
+    #[derive(Debug)]
+    struct Keeps;
+
+    #[async_trait]
+    impl Provider for Keeps {
+        fn id(&self) -> &str {
+            "keeps"
+        }
+        fn describe(&self) -> ProviderInfo {
+            ProviderInfo::new("test")
+        }
+        async fn list_tools(&self) -> Result<ToolList, Error> {
+            Ok(ToolList::default())
+        }
+        async fn call_tool(&self, _: CallRequest) -> Result<CallResult, Error> {
+            Ok(CallResult::text("x"))
+        }
+        fn keeps_call_timeout(&self) -> bool {
+            true
+        }
+        async fn shutdown(&self) -> Result<(), Error> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn wrappers_forward_whether_a_provider_keeps_its_call_timeout() {
+        let arc: Arc<dyn Provider> = Arc::new(Keeps);
+        assert!(arc.keeps_call_timeout());
+        assert!(Arc::new(Arc::clone(&arc)).keeps_call_timeout());
+        let boxed: Box<dyn Provider> = Box::new(Keeps);
+        assert!(Box::new(boxed).keeps_call_timeout());
     }
 
     #[test]

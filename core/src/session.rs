@@ -85,7 +85,8 @@ pub const MAX_AUDIT_ARGUMENT_BYTES: usize = 4096;
 /// The most characters of a command line the audit trail keeps.
 pub const MAX_AUDIT_COMMAND_CHARS: usize = 1024;
 /// How much longer than its timeout the gateway waits for a provider that
-/// does not keep its own timeout, before it calls the provider timed out.
+/// does not keep its own timeout ([`Provider::keeps_call_timeout`]), before
+/// it calls the provider timed out.
 pub const TIMEOUT_GRACE: Duration = Duration::from_secs(1);
 
 /// What a turn on SPEAR's earlier runtime is shown, and answered.
@@ -831,15 +832,19 @@ impl Turn {
         // would box a second future around the provider's own.
         let provider: &dyn Provider = &*ready.provider;
         let call = provider.call_tool(CallRequest::new(tool.name.clone(), arguments));
-        let outcome = tokio::time::timeout(slot.entry.timeout + TIMEOUT_GRACE, call)
-            .await
-            .unwrap_or_else(|_| {
-                Err(Error::Timeout {
-                    provider: slot.entry.id.clone(),
-                    after: slot.entry.timeout,
-                    stderr: String::new(),
+        let outcome = if provider.keeps_call_timeout() {
+            call.await
+        } else {
+            tokio::time::timeout(slot.entry.timeout + TIMEOUT_GRACE, call)
+                .await
+                .unwrap_or_else(|_| {
+                    Err(Error::Timeout {
+                        provider: slot.entry.id.clone(),
+                        after: slot.entry.timeout,
+                        stderr: String::new(),
+                    })
                 })
-            });
+        };
         let provider = &slot.entry.id;
         let (label, answer) = match outcome {
             Ok(result) if result.is_error => (
