@@ -175,7 +175,9 @@ pub fn json_text(value: &serde_json::Value) -> String {
 pub(crate) fn sanitised_json(raw: String) -> String {
     // serde_json escapes every control below 0x20; all that can be hidden
     // from there on is DEL and non-ASCII characters.
-    if raw.bytes().all(|b| b < 0x7f) {
+    // `is_ascii` checks a word at a time and `contains` is a `memchr`: two
+    // fast scans instead of a comparison a byte.
+    if raw.is_ascii() && !raw.as_bytes().contains(&0x7f) {
         return raw;
     }
     let mut out = String::with_capacity(raw.len());
