@@ -5,6 +5,7 @@
 //! session, program and test chooses its own. [`JsonLinesSink`] writes one
 //! JSON object a line.
 
+use std::cell::Cell;
 use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
@@ -344,6 +345,34 @@ fn rfc3339_millis(time: SystemTime) -> String {
         _ => return humantime::format_rfc3339_millis(time).to_string(),
     };
     let secs = since.as_secs();
+    let mut out = LAST_SECOND.with(|last| {
+        let (at, text) = last.get();
+        if at == secs {
+            return text;
+        }
+        let text = second_text(secs);
+        last.set((secs, text));
+        text
+    });
+    let mut millis = since.subsec_millis();
+    for digit in out[20..23].iter_mut().rev() {
+        // A digit: millis % 10 < 10.
+        *digit = b'0' + (millis % 10) as u8;
+        millis /= 10;
+    }
+    // ASCII digits and punctuation only: the check cannot fail.
+    std::str::from_utf8(&out).map_or_else(|_| String::new(), str::to_owned)
+}
+
+thread_local! {
+    /// The last whole second written and its text: records come many a
+    /// second, and only their milliseconds differ.
+    static LAST_SECOND: Cell<(u64, [u8; 24])> = const { Cell::new((u64::MAX, [0; 24])) };
+}
+
+/// `secs` after the epoch (before the year 10000) as
+/// `YYYY-MM-DDTHH:MM:SS.000Z`.
+fn second_text(secs: u64) -> [u8; 24] {
     let (days, day_secs) = (secs / 86_400, secs % 86_400);
     // Days to a civil date (H. Hinnant's algorithm), in unsigned arithmetic:
     // the shift by 719 468 days moves the epoch to 0000-03-01.
@@ -370,9 +399,7 @@ fn rfc3339_millis(time: SystemTime) -> String {
     put(11, 2, day_secs / 3600);
     put(14, 2, day_secs / 60 % 60);
     put(17, 2, day_secs % 60);
-    put(20, 3, u64::from(since.subsec_millis()));
-    // ASCII digits and punctuation only: the check cannot fail.
-    std::str::from_utf8(&out).map_or_else(|_| String::new(), str::to_owned)
+    out
 }
 
 #[cfg(test)]
