@@ -350,15 +350,18 @@ impl Session {
                         if turn.read_only && tool.shown.class == Class::Write {
                             continue;
                         }
-                        turn.admitted.insert(
-                            tool.shown.id.clone(),
-                            Admitted {
-                                slot: Arc::clone(slot),
-                                ready: Arc::clone(&ready),
-                                index,
-                                described: AtomicBool::new(false),
-                            },
-                        );
+                        turn.admitted
+                            .entry(slot.entry.id.clone())
+                            .or_default()
+                            .insert(
+                                tool.name.clone(),
+                                Admitted {
+                                    slot: Arc::clone(slot),
+                                    ready: Arc::clone(&ready),
+                                    index,
+                                    described: AtomicBool::new(false),
+                                },
+                            );
                         capabilities.push(tool.shown.clone());
                     }
                 }
@@ -629,10 +632,12 @@ pub struct Turn {
     mode: TurnMode,
     read_only: bool,
     shown: Shown,
-    /// Capability id -> its provider and tool. A B-tree, not a hash map:
-    /// no hashing on every call, and no hash a provider's tool names could
-    /// be chosen to collide in.
-    admitted: BTreeMap<String, Admitted>,
+    /// Provider id -> tool name -> the capability `<provider>/<tool>`
+    /// (neither has a `/`, so a capability id splits into them at its
+    /// first). B-trees, not hash maps: no hashing on every call, and no hash
+    /// a provider's tool names could be chosen to collide in; and two keys,
+    /// so a call looks its capability up with no key to build.
+    admitted: BTreeMap<String, BTreeMap<String, Admitted>>,
     /// The selected providers, in registry order.
     family: Vec<Arc<Slot>>,
 }
@@ -751,17 +756,13 @@ impl Turn {
     }
 
     fn resolve(&self, id: &CapabilityId) -> Resolved<'_> {
-        // `provider/tool` pushed, not formatted: this runs on every call.
-        let mut key = String::with_capacity(id.provider.len() + 1 + id.tool.len());
-        key.push_str(&id.provider);
-        key.push('/');
-        key.push_str(&id.tool);
         if let Some(slot) = self.family.iter().find(|s| s.entry.id == id.provider) {
             if let Some(reason) = slot.unavailable() {
                 return Resolved::Unavailable(id.provider.clone(), reason);
             }
         }
-        if let Some(admitted) = self.admitted.get(&key) {
+        let tools = self.admitted.get(id.provider.as_str());
+        if let Some(admitted) = tools.and_then(|t| t.get(id.tool.as_str())) {
             return Resolved::Admitted(admitted);
         }
         let hint = if self.read_only {
@@ -771,7 +772,7 @@ impl Turn {
         };
         Resolved::NotOffered(format!(
             "No capability `{}` is offered to this turn{hint}; `spear-capability list` shows the ones that are.",
-            one_line(&key, 200)
+            one_line(&id.to_string(), 200)
         ))
     }
 
