@@ -92,9 +92,10 @@ fn word<'a>(line: &'a str, at: &mut usize) -> Option<Cow<'a, str>> {
             }
             PLAIN => {
                 let start = *at;
-                while *at < bytes.len() && class(bytes, *at) == PLAIN {
-                    *at += 1;
-                }
+                *at += bytes[start..]
+                    .iter()
+                    .position(|&b| CLASS[usize::from(b)] != PLAIN)
+                    .unwrap_or(bytes.len() - start);
                 &line[start..*at]
             }
             _ => return None,
