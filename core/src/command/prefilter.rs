@@ -8,7 +8,7 @@
 //! (`\x73`, `\163`) *create* characters: a line holding `$'` is always lexed.
 //!
 //! Every such word holds the name's `-`, which is not deletable. So the scan
-//! finds each `-` (with `memchr`, as `str::match_indices` does) and reads
+//! finds each `-` (and each `$`, for `$'`) with `memchr2`, and reads
 //! outwards from it: `spear` before it and `capability` after it, skipping
 //! deletable bytes. Most lines have a few dashes, and each check fails within
 //! a byte or two.
@@ -27,12 +27,16 @@ fn deletable(b: u8) -> bool {
 /// `false` proves that no word of `line` becomes the command's name after
 /// quote removal; `true` means the line must be lexed to know.
 pub(super) fn may_hold_name(line: &str) -> bool {
-    if line.contains("$'") {
-        return true;
-    }
     let bytes = line.as_bytes();
-    line.match_indices('-')
-        .any(|(dash, _)| before_dash(bytes, dash) && after_dash(bytes, dash))
+    // One `memchr2` pass finds both: `str::contains` and `match_indices`
+    // were two passes whose cost hung on what the compiler chose to inline.
+    memchr::memchr2_iter(b'-', b'$', bytes).any(|at| {
+        if bytes[at] == b'$' {
+            bytes.get(at + 1) == Some(&b'\'')
+        } else {
+            before_dash(bytes, at) && after_dash(bytes, at)
+        }
+    })
 }
 
 /// Whether the name's letters before its `-` end just before `dash`.

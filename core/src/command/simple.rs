@@ -53,7 +53,12 @@ fn class(bytes: &[u8], at: usize) -> u8 {
 pub(super) fn command_words(line: &str) -> Option<([Cow<'_, str>; MAX_WORDS], usize)> {
     let bytes = line.as_bytes();
     let mut at = 0;
-    if word(line, &mut at)? != super::COMMAND_NAME {
+    while at < bytes.len() && class(bytes, at) == BLANK {
+        at += 1;
+    }
+    // A simple first word that becomes the name starts with its `s` or a
+    // quote: most other lines are turned away here, on their first byte.
+    if !matches!(bytes.get(at), Some(b's' | b'\'')) || word(line, &mut at)? != super::COMMAND_NAME {
         return None;
     }
     let mut words: [Cow<'_, str>; MAX_WORDS] = Default::default();
