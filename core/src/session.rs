@@ -73,7 +73,9 @@ use crate::connector::{Connector, KindConnector};
 use crate::exposure::{
     Class, Exposure, Limits, Shown, ShownCapability, ShownUnavailable, expose, index_text,
 };
-use crate::framing::{frame, json_text, one_line, result_body, sanitised_json};
+use crate::framing::{
+    frame, frame_head, frame_with_head, json_text, one_line, result_body, sanitised_json,
+};
 use crate::permission::{PermissionMode, WriteRequest};
 use crate::registry::{ProviderEntry, Registry, WritePolicy};
 use crate::selection::{TurnContext, select};
@@ -188,6 +190,8 @@ struct Tool {
     name: String,
     shown: ShownCapability,
     schema: ArgumentSchema,
+    /// The start of each frame of its results ([`frame_head`]).
+    frame_head: String,
 }
 
 struct Ready {
@@ -558,6 +562,7 @@ async fn start(inner: &Inner, entry: &ProviderEntry) -> Result<Ready, Error> {
                     json_text(&spec.input_schema),
                 );
                 tools.push(Tool {
+                    frame_head: frame_head(&entry.id, &shown.id),
                     name: spec.name,
                     shown,
                     schema,
@@ -854,7 +859,7 @@ impl Turn {
                     AnswerStatus::Failed,
                     format!(
                         "`{cap}` reported an error:\n{}",
-                        frame(provider, cap, &result_body(&result))
+                        frame_with_head(&tool.frame_head, &result_body(&result))
                     ),
                 ),
             ),
@@ -862,7 +867,7 @@ impl Turn {
                 "ok",
                 Answer::new(
                     AnswerStatus::Ok,
-                    frame(provider, cap, &result_body(&result)),
+                    frame_with_head(&tool.frame_head, &result_body(&result)),
                 ),
             ),
             Err(Error::CallRejected { code, message, .. }) => (
