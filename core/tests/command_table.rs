@@ -572,7 +572,7 @@ const REFUSALS_TEACH: &[(&str, Expect)] = &[
     ("spear-capability LIST", Refused("unknown verb `LIST`")),
     (
         "spear-capability lsit",
-        Refused("the verbs are list, describe and invoke"),
+        Refused("; the verbs: spear-capability list | spear-capability describe"),
     ),
     (
         "spear-capability call a/b '{}'",

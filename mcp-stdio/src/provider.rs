@@ -292,6 +292,13 @@ impl Provider for McpProvider {
             .map_err(|f| self.error(f, &request.tool))
     }
 
+    /// True: every request is failed at its deadline by the connection's
+    /// sweeper (the deadline is set before the request is sent, and sending
+    /// never waits), so the gateway needs no timer of its own.
+    fn keeps_call_timeout(&self) -> bool {
+        true
+    }
+
     async fn shutdown(&self) -> Result<(), Error> {
         self.shut_down.store(true, Ordering::SeqCst);
         let mut stopped = self.stopped.lock().await;

@@ -102,7 +102,7 @@ pub(super) fn command<W: AsRef<str>>(words: &[W]) -> Result<Command, Refusal> {
             Ok(Command::Invoke { id, arguments })
         }
         other => Err(Refusal::new(format!(
-            "unknown verb {}: the verbs are list, describe and invoke: {LIST} | {DESCRIBE} | {INVOKE}",
+            "unknown verb {}; the verbs: {LIST} | {DESCRIBE} | {INVOKE}",
             quote(&head(other))
         ))),
     }
