@@ -1,4 +1,5 @@
-//! The JSON-RPC connection: one writer task, one reader task, requests
+//! The JSON-RPC connection: an outbox for the server's stdin (`outbox.rs`), one
+//! reader task, requests
 //! multiplexed by id, each under the entry's timeout.
 //!
 //! The timeout is kept by one sweeper task per connection, not by a timer
