@@ -1,6 +1,6 @@
-//! The JSON-RPC connection: an outbox for the server's stdin (`outbox.rs`), one
-//! reader task, requests
-//! multiplexed by id, each under the entry's timeout.
+//! The JSON-RPC connection: an outbox for the server's stdin (`outbox.rs`),
+//! one reader task, requests multiplexed by id, each under the entry's
+//! timeout.
 //!
 //! The timeout is kept by one sweeper task per connection, not by a timer
 //! per request: every request on a connection has the same timeout, so
