@@ -120,11 +120,7 @@ impl Floor {
                 "the server closed its stdout",
             ));
         }
-        let answer: Value = serde_json::from_slice(&self.line)?;
-        if answer.get("result").is_none() {
-            return Err(invalid(format!("not a result: {answer}")));
-        }
-        Ok(answer)
+        result_answer(&self.line)
     }
 
     /// One `tools/call` of `echo`, waited for; returns the echoed text.
@@ -214,6 +210,15 @@ impl Floor {
             }
         }
     }
+}
+
+/// An answer line parsed; it must be an answer with a result.
+pub(crate) fn result_answer(line: &[u8]) -> io::Result<Value> {
+    let answer: Value = serde_json::from_slice(line)?;
+    if answer.get("result").is_none() {
+        return Err(invalid(format!("not a result: {answer}")));
+    }
+    Ok(answer)
 }
 
 /// The params of an echo call, written once.

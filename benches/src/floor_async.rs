@@ -16,7 +16,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 use crate::ECHO_TEXT;
-use crate::floor::{echo_params, invalid};
+use crate::floor::{echo_params, invalid, result_answer};
 
 /// One server, talked to on the runtime's event loop.
 #[derive(Debug)]
@@ -96,11 +96,7 @@ impl AsyncFloor {
                 "the server closed its stdout",
             ));
         }
-        let answer: Value = serde_json::from_slice(&self.line)?;
-        if answer.get("result").is_none() {
-            return Err(invalid(format!("not a result: {answer}")));
-        }
-        Ok(answer)
+        result_answer(&self.line)
     }
 
     /// One `tools/call` of `echo`, waited for; returns the echoed text.

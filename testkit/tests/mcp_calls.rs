@@ -28,11 +28,9 @@ async fn every_content_type_and_structured_content_are_mapped() {
     stop(p).await;
 }
 
-#[tokio::test]
-async fn answers_in_reverse_order_reach_their_own_callers() {
-    // The fixture holds 16 calls and answers them last first.
-    let p = start(&["--gather", "16"]).await;
-    let texts: Vec<String> = (0..16).map(|i| format!("text {i:02}")).collect();
+/// Echoes every text in one call each, all in flight at once; each call
+/// must get its own text back.
+async fn echo_all_at_once(p: &impl Provider, texts: &[String]) {
     let results = join_all(
         texts
             .iter()
@@ -42,6 +40,14 @@ async fn answers_in_reverse_order_reach_their_own_callers() {
     for (t, r) in texts.iter().zip(results) {
         assert_eq!(&r.expect("answered").joined_text(), t);
     }
+}
+
+#[tokio::test]
+async fn answers_in_reverse_order_reach_their_own_callers() {
+    // The fixture holds 16 calls and answers them last first.
+    let p = start(&["--gather", "16"]).await;
+    let texts: Vec<String> = (0..16).map(|i| format!("text {i:02}")).collect();
+    echo_all_at_once(&p, &texts).await;
     stop(p).await;
 }
 
@@ -267,15 +273,7 @@ async fn lines_larger_than_the_pipe_never_interleave() {
             format!("{i:02}:{}", "x".repeat(size))
         })
         .collect();
-    let results = join_all(
-        texts
-            .iter()
-            .map(|t| p.call_tool(CallRequest::new("echo", text_args(t)))),
-    )
-    .await;
-    for (t, r) in texts.iter().zip(results) {
-        assert_eq!(&r.expect("answered").joined_text(), t);
-    }
+    echo_all_at_once(&p, &texts).await;
     // One alone, larger than the pipe: written partly by the caller.
     let big = "y".repeat(1_000_000);
     let r = p
