@@ -5,6 +5,7 @@
 //! session, program and test chooses its own. [`JsonLinesSink`] writes one
 //! JSON object a line.
 
+use std::borrow::Cow;
 use std::cell::Cell;
 use std::fmt;
 use std::fs::{File, OpenOptions};
@@ -24,12 +25,12 @@ use crate::selection::{Decision, Runtime, TaskKind};
 pub struct AuditRecord {
     /// RFC 3339 UTC time with milliseconds.
     pub time: String,
-    /// The session's id, where there is one.
+    /// The session's id, where there is one (shared by all its records).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session: Option<String>,
-    /// The turn's id, where there is one.
+    pub session: Option<Arc<str>>,
+    /// The turn's id, where there is one (shared by all its records).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub turn: Option<String>,
+    pub turn: Option<Arc<str>>,
     /// What happened.
     #[serde(flatten)]
     pub event: AuditEvent,
@@ -146,12 +147,12 @@ pub enum AuditEvent {
         /// The capability id.
         capability: String,
         /// READ or WRITE.
-        class: String,
+        class: Cow<'static, str>,
         /// The arguments as compact JSON, cut at 4 KiB.
         arguments: String,
         /// `ok`, `tool_error` (the tool reported failure), `rejected` (the
         /// provider answered with an error) or `unavailable`.
-        outcome: String,
+        outcome: Cow<'static, str>,
         /// How long the call took, in milliseconds.
         duration_ms: u64,
     },
@@ -284,8 +285,10 @@ impl AuditSink for JsonLinesSink {
 #[derive(Debug, Clone)]
 pub struct Audit {
     sink: Arc<dyn AuditSink>,
-    session: Option<String>,
-    turn: Option<String>,
+    // Shared, not copied, into every record: a call's record was seven
+    // strings built and freed, and these two were the same every time.
+    session: Option<Arc<str>>,
+    turn: Option<Arc<str>>,
 }
 
 impl Audit {
@@ -307,7 +310,7 @@ impl Audit {
     pub fn for_session(&self, id: impl Into<String>) -> Self {
         Self {
             sink: Arc::clone(&self.sink),
-            session: Some(id.into()),
+            session: Some(Arc::from(id.into())),
             turn: None,
         }
     }
@@ -317,7 +320,7 @@ impl Audit {
         Self {
             sink: Arc::clone(&self.sink),
             session: self.session.clone(),
-            turn: Some(id.into()),
+            turn: Some(Arc::from(id.into())),
         }
     }
 

@@ -59,6 +59,7 @@
 //! # }
 //! ```
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -890,9 +891,9 @@ impl Turn {
         };
         self.audit.emit(AuditEvent::CapabilityInvoked {
             capability: cap.clone(),
-            class: tool.shown.class.as_str().to_owned(),
+            class: Cow::Borrowed(tool.shown.class.as_str()),
             arguments: args_text,
-            outcome: label.to_owned(),
+            outcome: Cow::Borrowed(label),
             duration_ms: millis(began.elapsed()),
         });
         answer
