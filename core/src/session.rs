@@ -215,17 +215,14 @@ impl Slot {
         if let Some((reason, _)) = &*lock(&self.failed) {
             return Some(*reason);
         }
-        match self.started.get() {
-            Some(Err(reason)) => Some(*reason),
-            _ => None,
-        }
+        self.started.get()?.as_ref().err().copied()
     }
 
     fn state(&self) -> Option<Result<Arc<Ready>, UnavailableReason>> {
-        if let Some((reason, _)) = &*lock(&self.failed) {
-            return Some(Err(*reason));
+        match self.unavailable() {
+            Some(reason) => Some(Err(reason)),
+            None => self.started.get().cloned(),
         }
-        self.started.get().cloned()
     }
 }
 
@@ -351,24 +348,21 @@ impl Session {
             turn.family.push(Arc::clone(slot));
             match slot.state() {
                 Some(Ok(ready)) => {
+                    let mut tools = BTreeMap::new();
                     for (index, tool) in ready.tools.iter().enumerate() {
                         if turn.read_only && tool.shown.class == Class::Write {
                             continue;
                         }
-                        turn.admitted
-                            .entry(slot.entry.id.clone())
-                            .or_default()
-                            .insert(
-                                tool.name.clone(),
-                                Admitted {
-                                    slot: Arc::clone(slot),
-                                    ready: Arc::clone(&ready),
-                                    index,
-                                    described: AtomicBool::new(false),
-                                },
-                            );
+                        let admitted = Admitted {
+                            slot: Arc::clone(slot),
+                            ready: Arc::clone(&ready),
+                            index,
+                            described: AtomicBool::new(false),
+                        };
+                        tools.insert(tool.name.clone(), admitted);
                         capabilities.push(tool.shown.clone());
                     }
+                    turn.admitted.insert(slot.entry.id.clone(), tools);
                 }
                 Some(Err(reason)) => unavailable.push(ShownUnavailable {
                     provider: slot.entry.id.clone(),
