@@ -12,7 +12,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
@@ -374,41 +374,16 @@ thread_local! {
 }
 
 /// `secs` after the epoch (before the year 10000) as
-/// `YYYY-MM-DDTHH:MM:SS.000Z`.
+/// `YYYY-MM-DDTHH:MM:SS.000Z`, written by humantime once a second.
 fn second_text(secs: u64) -> [u8; 24] {
-    let (days, day_secs) = (secs / 86_400, secs % 86_400);
-    // Days to a civil date (H. Hinnant's algorithm), in unsigned arithmetic:
-    // the shift by 719 468 days moves the epoch to 0000-03-01.
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z % 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    let mut out = *b"0000-00-00T00:00:00.000Z";
-    let mut put = |at: usize, width: usize, mut value: u64| {
-        for i in (at..at + width).rev() {
-            // A digit: value % 10 < 10.
-            out[i] = b'0' + (value % 10) as u8;
-            value /= 10;
-        }
-    };
-    put(0, 4, year);
-    put(5, 2, month);
-    put(8, 2, day);
-    put(11, 2, day_secs / 3600);
-    put(14, 2, day_secs / 60 % 60);
-    put(17, 2, day_secs % 60);
-    out
+    let text = humantime::format_rfc3339_millis(UNIX_EPOCH + Duration::from_secs(secs));
+    // Four-digit years make it 24 bytes, always.
+    <[u8; 24]>::try_from(text.to_string().as_bytes()).unwrap_or(*b"0000-00-00T00:00:00.000Z")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     #[test]
     fn times_are_written_as_humantime_writes_them() {
