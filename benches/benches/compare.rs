@@ -25,8 +25,9 @@ use spear_benches::floor_async::AsyncFloor;
 use spear_benches::official;
 use spear_benches::ours::{self, Gateway};
 use spear_benches::stats::{median_range, ratios, round_order, summarize};
-use spear_benches::system::{allowed_cpus, pin_to_cpu, resident_bytes};
+use spear_benches::system::{allowed_cpus, pin_to_cpu};
 use spear_capabilities::Provider;
+use spear_testkit::procfs::resident;
 use tokio::runtime::Runtime;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -561,12 +562,12 @@ fn memory_child(rt: &Runtime, fixture: &Path, client: &str, n: usize) {
             let warm = Floor::start(fixture, &[]).expect("starts");
             drop(warm);
             settle();
-            let before = resident_bytes().expect("/proc");
+            let before = resident().expect("/proc");
             let open: Vec<Floor> = (0..n)
                 .map(|_| Floor::start(fixture, &[]).expect("starts"))
                 .collect();
             settle();
-            let after = resident_bytes().expect("/proc");
+            let after = resident().expect("/proc");
             drop(open);
             after.saturating_sub(before)
         }
@@ -575,13 +576,13 @@ fn memory_child(rt: &Runtime, fixture: &Path, client: &str, n: usize) {
             let _ = warm.shutdown().await;
             drop(warm);
             idle().await;
-            let before = resident_bytes().expect("/proc");
+            let before = resident().expect("/proc");
             let mut open = Vec::new();
             for _ in 0..n {
                 open.push(ours::start(fixture, &[]).await.expect("starts"));
             }
             idle().await;
-            let after = resident_bytes().expect("/proc");
+            let after = resident().expect("/proc");
             join_all(open.iter().map(|p| p.shutdown())).await;
             after.saturating_sub(before)
         }),
@@ -589,13 +590,13 @@ fn memory_child(rt: &Runtime, fixture: &Path, client: &str, n: usize) {
             let warm = official::start(fixture, &[]).await.expect("starts");
             official::close(warm).await;
             idle().await;
-            let before = resident_bytes().expect("/proc");
+            let before = resident().expect("/proc");
             let mut open = Vec::new();
             for _ in 0..n {
                 open.push(official::start(fixture, &[]).await.expect("starts"));
             }
             idle().await;
-            let after = resident_bytes().expect("/proc");
+            let after = resident().expect("/proc");
             join_all(open.into_iter().map(official::close)).await;
             after.saturating_sub(before)
         }),

@@ -1,4 +1,4 @@
-//! The machine side of a run: pinning to one CPU, resident memory.
+//! The machine side of a run: pinning to one CPU.
 
 use rustix::thread::{CpuSet, sched_setaffinity};
 
@@ -22,26 +22,9 @@ pub fn allowed_cpus() -> Vec<usize> {
     }
 }
 
-/// This process's resident set size in bytes (`VmRSS`), from `/proc`.
-pub fn resident_bytes() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn resident_memory_grows_with_touched_pages() {
-        let before = resident_bytes().expect("linux /proc");
-        let block = vec![1u8; 32 << 20];
-        let after = resident_bytes().expect("linux /proc");
-        assert!(after >= before + (30 << 20), "{before} -> {after}");
-        drop(block);
-    }
 
     #[test]
     fn pinning_leaves_one_allowed_cpu() {

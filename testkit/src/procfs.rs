@@ -81,8 +81,18 @@ pub fn wait_group_gone(pgid: u32, seconds: u64) -> Vec<ProcStat> {
 
 /// The peak resident memory of this process so far, in bytes (`VmHWM`).
 pub fn peak_rss() -> Option<u64> {
+    status_bytes("VmHWM:")
+}
+
+/// The resident memory of this process now, in bytes (`VmRSS`).
+pub fn resident() -> Option<u64> {
+    status_bytes("VmRSS:")
+}
+
+/// A size in kB from this process's `/proc/self/status`, in bytes.
+fn status_bytes(field: &str) -> Option<u64> {
     let status = fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib * 1024)
 }
@@ -97,6 +107,16 @@ mod tests {
         assert_eq!(me.pid, std::process::id());
         assert!(group_survivors(me.pgrp).iter().any(|p| p.pid == me.pid));
         assert!(peak_rss().expect("VmHWM") > 0);
+    }
+
+    #[test]
+    fn resident_memory_grows_with_touched_pages() {
+        let before = resident().expect("VmRSS");
+        let block = vec![1u8; 32 << 20];
+        let after = resident().expect("VmRSS");
+        assert!(after >= before + (30 << 20), "{before} -> {after}");
+        assert!(peak_rss().expect("VmHWM") >= after);
+        drop(block);
     }
 
     #[test]
