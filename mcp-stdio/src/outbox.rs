@@ -140,3 +140,39 @@ async fn write_queued(inner: Arc<Inner>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Stdio;
+    use std::time::Duration;
+    use tokio::io::AsyncReadExt;
+
+    /// A line larger than the pipe holds is queued in part; closing then
+    /// closes the pipe only once all of it is written, in order, after the
+    /// lines sent before it.
+    #[tokio::test]
+    async fn close_writes_everything_queued_then_closes_the_pipe() {
+        let mut cat = tokio::process::Command::new("cat")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("cat runs");
+        let outbox = Outbox::start(cat.stdin.take().expect("stdin")).expect("a pipe");
+        let big = format!("{}\n", "x".repeat(1 << 20));
+        outbox.send(b"first\n", false);
+        outbox.send(big.as_bytes(), false);
+        outbox.send(b"queued behind\n", true);
+        outbox.close();
+        outbox.send(b"after close: dropped\n", false);
+        let mut out = Vec::new();
+        let mut stdout = cat.stdout.take().expect("stdout");
+        // cat ends its output only when its stdin is closed.
+        tokio::time::timeout(Duration::from_secs(10), stdout.read_to_end(&mut out))
+            .await
+            .expect("the pipe was closed")
+            .expect("read");
+        assert_eq!(out, format!("first\n{big}queued behind\n").into_bytes());
+    }
+}
