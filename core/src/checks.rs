@@ -16,26 +16,6 @@ use crate::framing::one_line;
 /// The most schema errors reported for one call.
 pub const MAX_ARGUMENT_ERRORS: usize = 8;
 
-/// The longest tool name, in characters.
-pub const MAX_TOOL_NAME: usize = 128;
-
-/// Why a tool name cannot be part of a capability id, if it cannot: it must
-/// be 1 to 128 characters of `A-Z a-z 0-9 _ . -`, so that `<provider>/<tool>`
-/// is one plain word a turn can type.
-pub fn tool_name_problem(name: &str) -> Option<String> {
-    if name.is_empty() {
-        Some("the name is empty".to_owned())
-    } else if name.chars().count() > MAX_TOOL_NAME {
-        Some(format!(
-            "the name is longer than {MAX_TOOL_NAME} characters"
-        ))
-    } else {
-        name.chars()
-            .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')))
-            .map(|c| format!("the name has {c:?}; allowed: A-Z, a-z, 0-9, '_', '.', '-'"))
-    }
-}
-
 /// A compiled argument schema.
 #[derive(Debug)]
 pub struct ArgumentSchema {
@@ -78,20 +58,13 @@ impl ArgumentSchema {
         })
     }
 
-    /// Checks `arguments`: only declared properties, and valid.
-    ///
-    /// A call checks the value it sends instead (no copy is made).
+    /// Checks `arguments`, the JSON object a call would send: it must name
+    /// only declared properties and validate against the schema (anything
+    /// but an object fails the schema's `"type": "object"`).
     ///
     /// # Errors
     /// Every problem (at most [`MAX_ARGUMENT_ERRORS`]), each one plain line.
-    pub fn check(&self, arguments: &Map<String, Value>) -> Result<(), Vec<String>> {
-        self.check_object(&Value::Object(arguments.clone()))
-    }
-
-    /// [`ArgumentSchema::check`] of arguments already held as a JSON value
-    /// (an object; anything else fails the schema's `"type": "object"`),
-    /// so that a call does not copy them to check them.
-    pub(crate) fn check_object(&self, arguments: &Value) -> Result<(), Vec<String>> {
+    pub fn check(&self, arguments: &Value) -> Result<(), Vec<String>> {
         let empty = Map::new();
         let keys = arguments.as_object().unwrap_or(&empty).keys();
         let mut errors: Vec<String> = keys
@@ -112,9 +85,8 @@ impl ArgumentSchema {
                 one_line(&format!("unknown argument {k:?}; {declared}"), 400)
             })
             .collect();
-        // `is_valid` is true exactly when `iter_errors` finds nothing, at a
-        // fraction of its cost: the errors are only gathered when there are
-        // some.
+        // `is_valid` is true exactly when `iter_errors` finds nothing: the
+        // errors are gathered only when there are some.
         let validation = match catch_unwind(AssertUnwindSafe(|| self.validator.is_valid(arguments)))
         {
             Ok(true) => Ok(Vec::new()),
@@ -154,35 +126,17 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn args(v: Value) -> Map<String, Value> {
-        match v {
-            Value::Object(m) => m,
-            _ => Map::new(),
-        }
-    }
-
     #[test]
     fn valid_arguments_with_many_unknown_ones_report_at_most_the_cap() {
         let s = ArgumentSchema::compile(&json!({"type": "object", "properties": {"q": {}}}))
             .expect("compiles");
-        let many: Map<String, Value> = (0..12).map(|i| (format!("x{i:02}"), json!(i))).collect();
-        let e = s.check(&many).expect_err("undeclared");
+        let many: serde_json::Map<String, Value> =
+            (0..12).map(|i| (format!("x{i:02}"), json!(i))).collect();
+        let e = s.check(&Value::Object(many)).expect_err("undeclared");
         assert_eq!(e.len(), MAX_ARGUMENT_ERRORS);
         assert!(e[0].starts_with(r#"unknown argument "x00""#), "{e:?}");
-        assert_eq!(s.check_object(&Value::Object(many)), Err(e));
-        assert!(s.check_object(&json!({"q": 1})).is_ok());
-        assert!(s.check_object(&json!([1])).is_err());
-    }
-
-    #[test]
-    fn tool_names_are_plain_words() {
-        assert_eq!(tool_name_problem("get_issue.v2-x"), None);
-        assert!(tool_name_problem("").is_some());
-        assert!(tool_name_problem("a b").is_some());
-        assert!(tool_name_problem("a/b").is_some());
-        assert!(tool_name_problem("é").is_some());
-        assert!(tool_name_problem(&"x".repeat(129)).is_some());
-        assert_eq!(tool_name_problem(&"x".repeat(128)), None);
+        assert!(s.check(&json!({"q": 1})).is_ok());
+        assert!(s.check(&json!([1])).is_err());
     }
 
     #[test]
@@ -210,8 +164,8 @@ mod tests {
         }
         let local = json!({"type": "object", "properties": {"a": {"$ref": "#/$defs/x"}}, "$defs": {"x": {"type": "string"}}});
         let s = ArgumentSchema::compile(&local).expect("local refs resolve");
-        assert!(s.check(&args(json!({"a": 1}))).is_err());
-        assert!(s.check(&args(json!({"a": "x"}))).is_ok());
+        assert!(s.check(&json!({"a": 1})).is_err());
+        assert!(s.check(&json!({"a": "x"})).is_ok());
     }
 
     #[test]
@@ -223,12 +177,12 @@ mod tests {
             "additionalProperties": true
         }))
         .expect("compiles");
-        assert!(s.check(&args(json!({"q": "x", "n": 2}))).is_ok());
+        assert!(s.check(&json!({"q": "x", "n": 2})).is_ok());
         let e = s
-            .check(&args(json!({"q": "x", "extra": 1})))
+            .check(&json!({"q": "x", "extra": 1}))
             .expect_err("undeclared");
         assert_eq!(e, [r#"unknown argument "extra"; declared: n, q"#]);
-        let e = s.check(&args(json!({"n": 9}))).expect_err("invalid");
+        let e = s.check(&json!({"n": 9})).expect_err("invalid");
         assert_eq!(e.len(), 2, "{e:?}");
         assert!(e.iter().any(|m| m.starts_with("at /n: ")), "{e:?}");
         assert!(

@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
+pub mod admission;
 pub mod audit;
 pub mod checks;
 pub mod command;
@@ -9,6 +10,7 @@ mod error;
 pub mod exposure;
 pub mod framing;
 pub mod kind;
+pub mod messages;
 pub mod permission;
 mod provider;
 pub mod registry;
@@ -16,6 +18,7 @@ pub mod scope;
 pub mod selection;
 pub mod session;
 pub mod tokens;
+pub mod turn;
 
 pub use audit::{Audit, AuditEvent, AuditRecord, AuditSink, JsonLinesSink, NullSink};
 pub use connector::{Connector, KindConnector};
@@ -32,8 +35,9 @@ pub use provider::{
 pub use registry::{EntryProblem, ProviderEntry, RefusedEntry, Registry, TaskClass, WritePolicy};
 pub use scope::Scope;
 pub use selection::{Decision, Runtime, Selection, TaskKind, TurnContext, select};
-pub use session::{Answer, AnswerStatus, ProviderState, Session, SessionOptions, Turn};
+pub use session::{ProviderState, Session, SessionOptions};
 pub use tokens::{EstimatedTokens, TokenCounter};
+pub use turn::{Answer, AnswerStatus, Turn};
 
 // Provider kinds need these at their registration site without naming the
 // crates themselves.

@@ -50,7 +50,7 @@ impl ToolSpec {
     }
 }
 
-/// A tool the provider offered but that cannot be used, with the reason.
+/// A tool that cannot be used, with the reason.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct RejectedTool {
@@ -70,13 +70,16 @@ impl RejectedTool {
     }
 }
 
-/// What a provider offers: the usable tools, and those it left out.
+/// What a provider offers: its tools as offered, and the entries it could
+/// not read as a tool at all.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ToolList {
-    /// The usable tools, in the provider's order.
+    /// The tools, in the provider's order, not yet admitted: the gateway
+    /// checks names, duplicates and schemas ([`crate::admission`]).
     pub tools: Vec<ToolSpec>,
-    /// Tools that were offered but cannot be used; the core records them.
+    /// Entries that are not a tool at all (not an object, no name), with the
+    /// reason; the gateway records them with its own rejections.
     pub rejected: Vec<RejectedTool>,
 }
 
@@ -279,7 +282,10 @@ pub trait Provider: Debug + Send + Sync + 'static {
     /// Facts for the operator (kind, version, process), never shown to a turn.
     fn describe(&self) -> ProviderInfo;
 
-    /// Lists every tool, following all pages.
+    /// Lists every tool the provider offers, following all pages: what it
+    /// offered, as it offered it. The gateway decides which are usable
+    /// (names, duplicates, schemas: [`crate::admission`]); a kind reports in
+    /// [`ToolList::rejected`] only entries it could not read as a tool at all.
     ///
     /// # Errors
     /// Any [`Error`] whose [`Error::unavailable_reason`] is set makes the
@@ -298,19 +304,6 @@ pub trait Provider: Debug + Send + Sync + 'static {
     /// # Cancel safety
     /// Dropping the future abandons this call only.
     async fn call_tool(&self, request: CallRequest) -> Result<CallResult, Error>;
-
-    /// Whether this provider itself ends every [`Provider::call_tool`]
-    /// within the timeout it was connected with (the entry's `timeout`),
-    /// failing it with [`Error::Timeout`] when the tool takes longer.
-    ///
-    /// The gateway keeps a timer of its own around each call of a provider
-    /// that does not say so (the default), a grace period longer than the
-    /// entry's timeout, so that a provider that hangs cannot hold a turn
-    /// forever. A provider that says so is trusted, and no timer is armed:
-    /// one per call was a noticeable share of the gateway's own work.
-    fn keeps_call_timeout(&self) -> bool {
-        false
-    }
 
     /// Stops the provider and releases everything it holds. Later calls fail
     /// with [`Error::ShutDown`]. Calling it twice is harmless.
@@ -342,9 +335,6 @@ macro_rules! forward_provider {
             async fn call_tool(&self, request: CallRequest) -> Result<CallResult, Error> {
                 (**self).call_tool(request).await
             }
-            fn keeps_call_timeout(&self) -> bool {
-                (**self).keeps_call_timeout()
-            }
             async fn shutdown(&self) -> Result<(), Error> {
                 (**self).shutdown().await
             }
@@ -368,40 +358,6 @@ mod tests {
         fn _takes_boxed(p: Box<dyn Provider>) -> Arc<dyn Provider> {
             Arc::new(p)
         }
-    }
-
-    #[derive(Debug)]
-    struct Keeps;
-
-    #[async_trait]
-    impl Provider for Keeps {
-        fn id(&self) -> &str {
-            "keeps"
-        }
-        fn describe(&self) -> ProviderInfo {
-            ProviderInfo::new("test")
-        }
-        async fn list_tools(&self) -> Result<ToolList, Error> {
-            Ok(ToolList::default())
-        }
-        async fn call_tool(&self, _: CallRequest) -> Result<CallResult, Error> {
-            Ok(CallResult::text("x"))
-        }
-        fn keeps_call_timeout(&self) -> bool {
-            true
-        }
-        async fn shutdown(&self) -> Result<(), Error> {
-            Ok(())
-        }
-    }
-
-    #[test]
-    fn wrappers_forward_whether_a_provider_keeps_its_call_timeout() {
-        let arc: Arc<dyn Provider> = Arc::new(Keeps);
-        assert!(arc.keeps_call_timeout());
-        assert!(Arc::new(Arc::clone(&arc)).keeps_call_timeout());
-        let boxed: Box<dyn Provider> = Box::new(Keeps);
-        assert!(Box::new(boxed).keeps_call_timeout());
     }
 
     #[test]

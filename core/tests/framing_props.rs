@@ -2,9 +2,7 @@
 //! closed from inside, nothing hidden survives, the size stays bounded.
 
 use proptest::prelude::*;
-use spear_capabilities::framing::{
-    MAX_RESULT_CHARS, block, frame, frame_with_token, one_line, strip,
-};
+use spear_capabilities::framing::{FrameHead, MAX_RESULT_CHARS, block, one_line, strip};
 
 /// Text biased towards what an attacker would send: marker pieces, escapes,
 /// bidi and zero-width characters, newlines.
@@ -34,7 +32,7 @@ proptest! {
 
     #[test]
     fn the_frame_cannot_be_closed_from_inside(content in hostile(), token in "[0-9a-f]{32}") {
-        let f = frame_with_token("p", "p/t", &content, &token);
+        let f = FrameHead::new("p", "p/t").frame_with_token(&content, &token);
         let end = format!("<<<END-EXTERNAL-CONTENT {token}>>>");
         let begin = format!("<<<EXTERNAL-CONTENT {token}>>>");
         // Exactly one begin and one end marker: the end is the last line.
@@ -48,7 +46,7 @@ proptest! {
 
     #[test]
     fn nothing_hidden_survives_stripping(content in hostile()) {
-        for text in [strip(&content), one_line(&content, 120), block(&content, 500)] {
+        for text in [strip(&content), one_line(&content, 120).into(), block(&content, 500)] {
             prop_assert!(!text.chars().any(|c| c.is_control() && c != '\n' && c != '\t'), "{:?}", text);
             prop_assert!(!text.chars().any(|c| matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200b}'..='\u{200f}' | '\u{e0000}'..='\u{e007f}')), "{:?}", text);
         }
@@ -63,7 +61,7 @@ proptest! {
 
     #[test]
     fn a_frame_is_bounded(len in 0usize..300_000) {
-        let f = frame("p", "p/t", &"x".repeat(len));
+        let f = FrameHead::new("p", "p/t").frame(&"x".repeat(len)).expect("a token");
         prop_assert!(f.chars().count() <= MAX_RESULT_CHARS + 400);
     }
 }

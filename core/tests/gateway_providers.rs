@@ -3,19 +3,14 @@
 
 mod common;
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
 use common::{Bench, implementation};
 use serde_json::json;
 use spear_capabilities::session::TIMEOUT_GRACE;
-use spear_capabilities::{
-    AnswerStatus, Auto, CallRequest, CallResult, Connector, Error, Exposure, Provider,
-    ProviderEntry, ProviderInfo, Session, SessionOptions, ToolList, UnavailableReason,
-};
-use spear_testkit::{MockConnector, MockFailure};
+use spear_capabilities::{AnswerStatus, Auto, Exposure, UnavailableReason};
+use spear_testkit::MockFailure;
 
 fn two() -> Bench {
     let b = Bench::new(json!([
@@ -111,7 +106,8 @@ async fn a_provider_that_cannot_start_is_named_unavailable_and_reported_once() {
         let a = t2.answer(line).await.expect("ours");
         assert_eq!(a.status, AnswerStatus::Unavailable, "{line}");
         assert!(
-            a.text.contains("provider `mail` did not start"),
+            a.text
+                .contains("provider `mail` is unavailable (did not start)"),
             "{}",
             a.text
         );
@@ -145,7 +141,7 @@ async fn a_provider_failing_mid_call_is_left_out_from_then_on() {
     assert_eq!(a.status, AnswerStatus::Unavailable);
     assert_eq!(
         a.text,
-        "`notes/get_note` is unavailable: provider `notes` stopped and none of its capabilities can be called in this session."
+        "`notes/get_note` is unavailable: provider `notes` is unavailable (crashed) and none of its capabilities can be called in this session."
     );
     assert_eq!(s.take_notices().len(), 1);
     let again = t
@@ -184,79 +180,16 @@ async fn a_call_that_outlives_its_timeout_makes_the_provider_unavailable() {
         .tool_latency("get_note", Duration::from_secs(3600));
     let s = b.session(Arc::new(Auto));
     let t = s.begin_turn(implementation()).await;
+    let began = tokio::time::Instant::now();
     let a = t
         .answer("spear-capability invoke notes/get_note '{}'")
         .await
         .expect("ours");
     assert_eq!(a.status, AnswerStatus::Unavailable);
     assert!(a.text.contains("timed out"), "{}", a.text);
-}
-
-/// A provider that says it keeps its calls' timeout itself (forwarding
-/// everything else to the mock it wraps).
-#[derive(Debug)]
-struct KeepsItsTimeout(Arc<dyn Provider>);
-
-#[async_trait]
-impl Provider for KeepsItsTimeout {
-    fn id(&self) -> &str {
-        self.0.id()
-    }
-    fn describe(&self) -> ProviderInfo {
-        self.0.describe()
-    }
-    async fn list_tools(&self) -> Result<ToolList, Error> {
-        self.0.list_tools().await
-    }
-    async fn call_tool(&self, request: CallRequest) -> Result<CallResult, Error> {
-        self.0.call_tool(request).await
-    }
-    fn keeps_call_timeout(&self) -> bool {
-        true
-    }
-    async fn shutdown(&self) -> Result<(), Error> {
-        self.0.shutdown().await
-    }
-}
-
-/// Starts the bench's mocks wrapped in [`KeepsItsTimeout`].
-#[derive(Debug)]
-struct Keeping(Arc<MockConnector>);
-
-#[async_trait]
-impl Connector for Keeping {
-    async fn connect(&self, entry: &ProviderEntry, dir: &Path) -> Result<Arc<dyn Provider>, Error> {
-        let inner = self.0.connect(entry, dir).await?;
-        Ok(Arc::new(KeepsItsTimeout(inner)))
-    }
-}
-
-#[tokio::test(start_paused = true)]
-async fn a_provider_that_keeps_its_own_call_timeout_gets_no_timer_of_the_gateways() {
-    let b = two();
-    b.provider("notes")
-        .add_simple_tool("get_note", "Read one note.", &["id"])
-        .tool_latency("get_note", Duration::from_secs(3600));
-    let s = Session::open(
-        Arc::clone(&b.registry),
-        SessionOptions::new("s1", Arc::new(Auto))
-            .with_connector(Arc::new(Keeping(Arc::clone(&b.connector)))),
-    );
-    let t = s.begin_turn(implementation()).await;
-    let m = t
-        .answer("spear-capability invoke mail/search '{\"q\": \"x\"}'")
-        .await
-        .expect("ours");
-    assert_eq!(m.status, AnswerStatus::Ok);
-    // The entry's timeout is 5 s: a gateway timer would have answered
-    // "timed out" after 5 s and the grace; the provider is trusted instead.
-    let bound = Duration::from_secs(5) + TIMEOUT_GRACE + Duration::from_secs(60);
-    let waited = tokio::time::timeout(
-        bound,
-        t.answer("spear-capability invoke notes/get_note '{}'"),
-    )
-    .await;
-    assert!(waited.is_err(), "the gateway armed a timer: {waited:?}");
+    // The entry's timeout is 5 s: the gateway answers by then and the
+    // grace, whatever the provider does.
+    assert_eq!(began.elapsed(), Duration::from_secs(5) + TIMEOUT_GRACE);
 }
 
 #[tokio::test]
@@ -278,7 +211,8 @@ async fn unusable_tools_are_left_out_and_recorded_while_the_rest_stay() {
     let b = Bench::new(json!([{"id": "p", "scope": "global"}]));
     b.provider("p")
         .add_simple_tool("good", "fine", &[])
-        .add_simple_tool("good", "duplicate", &[])
+        .add_simple_tool("twice", "one", &[])
+        .add_simple_tool("twice", "the other", &[])
         .add_simple_tool("has space", "bad name", &[])
         .add_tool(spear_capabilities::ToolSpec::new(
             "remote",
@@ -305,9 +239,15 @@ async fn unusable_tools_are_left_out_and_recorded_while_the_rest_stay() {
         .collect();
     assert_eq!(
         rejected,
-        ["weird", "good", "has space", "remote", "stringy"]
+        ["weird", "twice", "twice", "has space", "remote", "stringy"]
     );
-    assert_eq!(b.sink.named("provider_started")[0]["rejected_tools"], 5);
+    // Every copy of a duplicated name is left out: a call by that name
+    // could reach either.
+    assert_eq!(
+        b.sink.named("tool_rejected")[1]["reason"],
+        "the provider offers 2 tools of this name"
+    );
+    assert_eq!(b.sink.named("provider_started")[0]["rejected_tools"], 6);
 }
 
 #[tokio::test]

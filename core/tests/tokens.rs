@@ -30,7 +30,7 @@ fn the_estimate_errs_on_the_side_of_more_tokens_on_real_servers() {
                 MAX_DESCRIPTION_CHARS,
             );
             let schema = json_text(&tool["inputSchema"]);
-            for text in [&description, &schema] {
+            for text in [&*description, &schema] {
                 real += bpe.encode_ordinary(text).len();
                 estimate += EstimatedTokens.count(text);
             }

@@ -17,7 +17,7 @@ use crate::codec::MAX_LINE;
 use crate::config::ServerConfig;
 use crate::error::Failure;
 use crate::process::ServerProcess;
-use crate::tools::{MAX_PAGES, MAX_TOOLS, sort_out};
+use crate::tools::{MAX_PAGES, MAX_TOOLS, read_offered};
 use crate::{NAME, content};
 
 /// The only protocol version spoken; a server answering another is refused.
@@ -228,7 +228,7 @@ impl McpProvider {
                 )));
             }
             cursor = match page.get("nextCursor") {
-                None | Some(Value::Null) => return Ok(sort_out(offered)),
+                None | Some(Value::Null) => return Ok(read_offered(offered)),
                 Some(Value::String(next)) => Some(next.clone()),
                 Some(_) => return Err(Failure::Protocol("a nextCursor is not a string".into())),
             };
@@ -290,13 +290,6 @@ impl Provider for McpProvider {
         self.call(&request)
             .await
             .map_err(|f| self.error(f, &request.tool))
-    }
-
-    /// True: every request is failed at its deadline by the connection's
-    /// sweeper (the deadline is set before the request is sent, and sending
-    /// never waits), so the gateway needs no timer of its own.
-    fn keeps_call_timeout(&self) -> bool {
-        true
     }
 
     async fn shutdown(&self) -> Result<(), Error> {

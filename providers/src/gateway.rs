@@ -253,7 +253,7 @@ pub(crate) async fn list(ctx: &ContextArgs, as_json: bool) -> ExitCode {
             .max()
             .unwrap_or(0);
         for c in &shown.capabilities {
-            println!("{}", c.index_line(width));
+            println!("{}", spear_capabilities::messages::index_line(c, width));
         }
     }
     session.close().await;

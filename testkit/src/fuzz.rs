@@ -11,9 +11,7 @@ use std::collections::HashSet;
 use std::path::Path;
 
 use spear_capabilities::command::{TokenKind, lex, recognize, recognize_unfiltered};
-use spear_capabilities::framing::{
-    MAX_RESULT_CHARS, block, frame_with_token, json_text, one_line, strip,
-};
+use spear_capabilities::framing::{FrameHead, MAX_RESULT_CHARS, block, json_text, one_line, strip};
 use spear_capabilities::registry::MAX_ID_LEN;
 use spear_capabilities::{Audit, Error, Registry};
 
@@ -106,7 +104,7 @@ pub fn registry(data: &[u8]) {
 /// inside and stays bounded, JSON text stays JSON.
 pub fn framing(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
-    for shown in [strip(&text), one_line(&text, 120), block(&text, 500)] {
+    for shown in [strip(&text), one_line(&text, 120).into(), block(&text, 500)] {
         assert!(
             !shown
                 .chars()
@@ -122,7 +120,7 @@ pub fn framing(data: &[u8]) {
         "{line:?}"
     );
     let token = "0123456789abcdef0123456789abcdef";
-    let f = frame_with_token("p", "p/t", &text, token);
+    let f = FrameHead::new("p", "p/t").frame_with_token(&text, token);
     let begin = format!("<<<EXTERNAL-CONTENT {token}>>>");
     let end = format!("<<<END-EXTERNAL-CONTENT {token}>>>");
     assert_eq!(f.matches(&begin).count(), 1);

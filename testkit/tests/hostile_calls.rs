@@ -41,7 +41,7 @@ async fn a_crash_mid_call_after_a_partial_line_is_unavailable_not_a_hang() {
     assert_eq!(a.status, AnswerStatus::Unavailable, "{}", a.text);
     assert_eq!(
         a.text,
-        "`hostile/half` is unavailable: provider `hostile` stopped and none of its capabilities can be called in this session."
+        "`hostile/half` is unavailable: provider `hostile` is unavailable (crashed) and none of its capabilities can be called in this session."
     );
     let failure = b.failure();
     assert_eq!(failure["reason"], "crashed");
@@ -51,7 +51,7 @@ async fn a_crash_mid_call_after_a_partial_line_is_unavailable_not_a_hang() {
     let invoked = b.sink.named("capability_invoked");
     assert_eq!(invoked[0]["outcome"], "unavailable");
     b.assert_one_notice("crashed");
-    assert_unavailable(&b.turn().await, "half", "crashed", "stopped").await;
+    assert_unavailable(&b.turn().await, "half", "crashed").await;
     b.assert_healthy_answers().await;
     b.session.close().await;
 }
@@ -67,7 +67,7 @@ async fn a_20_mb_result_is_a_clear_error_at_the_line_bound() {
     assert_eq!(a.status, AnswerStatus::Unavailable, "{}", a.text);
     assert_eq!(
         a.text,
-        "`hostile/big` is unavailable: provider `hostile` broke its protocol and none of its capabilities can be called in this session."
+        "`hostile/big` is unavailable: provider `hostile` is unavailable (protocol error) and none of its capabilities can be called in this session."
     );
     let failure = b.failure();
     let message = failure["message"].as_str().unwrap_or_default();
@@ -140,7 +140,8 @@ async fn an_answer_only_under_a_wrong_id_times_out_by_name() {
     let a = invoke(&turn, "hostile/stringly", json!({})).await;
     assert_eq!(a.status, AnswerStatus::Unavailable, "{}", a.text);
     assert!(
-        a.text.contains("provider `hostile` timed out"),
+        a.text
+            .contains("provider `hostile` is unavailable (timed out)"),
         "{}",
         a.text
     );

@@ -12,9 +12,9 @@ use spear_capabilities::{AnswerStatus, Exposure};
 /// The common outcome of a provider left out at start: told by name, once,
 /// with its category; the full reason in the audit trail; the other one
 /// untouched.
-async fn left_out(b: &Bench, category: &str, said: &str, reason: &str) -> String {
+async fn left_out(b: &Bench, category: &str, reason: &str) -> String {
     let turn = b.turn().await;
-    assert_unavailable(&turn, "echo", category, said).await;
+    assert_unavailable(&turn, "echo", category).await;
     assert_nothing_private(&turn.shown().text);
     assert!(
         turn.shown()
@@ -27,7 +27,7 @@ async fn left_out(b: &Bench, category: &str, said: &str, reason: &str) -> String
     b.assert_one_notice(category);
     b.assert_healthy_answers().await;
     // Told once: a later turn is shown it unavailable, with no new notice.
-    assert_unavailable(&b.turn().await, "echo", category, said).await;
+    assert_unavailable(&b.turn().await, "echo", category).await;
     b.assert_no_notice();
     failure["message"].as_str().unwrap_or_default().to_owned()
 }
@@ -35,7 +35,7 @@ async fn left_out(b: &Bench, category: &str, said: &str, reason: &str) -> String
 #[tokio::test]
 async fn wrong_protocol_version_is_refused_naming_both_versions() {
     let b = bench(fixture(&["--version", "2024-11-05"]), 10.0);
-    let message = left_out(&b, "protocol error", "broke its protocol", "protocol_error").await;
+    let message = left_out(&b, "protocol error", "protocol_error").await;
     assert!(
         message.contains(
             "the server speaks MCP protocol version \"2024-11-05\"; only \"2025-06-18\" is supported"
@@ -49,7 +49,7 @@ async fn wrong_protocol_version_is_refused_naming_both_versions() {
 async fn no_answer_at_all_times_out_within_the_entry_timeout() {
     let began = std::time::Instant::now();
     let b = bench(fixture(&["--silent"]), 1.0);
-    let message = left_out(&b, "timed out", "timed out", "timed_out").await;
+    let message = left_out(&b, "timed out", "timed_out").await;
     assert!(message.contains("timed out after 1s"), "{message}");
     assert!(began.elapsed().as_secs() < 10, "{:?}", began.elapsed());
     b.session.close().await;
@@ -58,7 +58,7 @@ async fn no_answer_at_all_times_out_within_the_entry_timeout() {
 #[tokio::test]
 async fn a_batch_answer_is_a_protocol_fault() {
     let b = bench(fixture(&["--batch"]), 10.0);
-    let message = left_out(&b, "protocol error", "broke its protocol", "protocol_error").await;
+    let message = left_out(&b, "protocol error", "protocol_error").await;
     assert!(message.contains("JSON-RPC batch"), "{message}");
     b.session.close().await;
 }
@@ -66,7 +66,7 @@ async fn a_batch_answer_is_a_protocol_fault() {
 #[tokio::test]
 async fn a_200_mb_line_fails_the_provider_at_the_line_bound() {
     let b = bench(fixture(&["--huge-line", "200000000"]), 30.0);
-    let message = left_out(&b, "protocol error", "broke its protocol", "protocol_error").await;
+    let message = left_out(&b, "protocol error", "protocol_error").await;
     assert!(
         message.contains("the server sent a line longer than the bound of 16 MiB"),
         "{message}"
@@ -77,7 +77,7 @@ async fn a_200_mb_line_fails_the_provider_at_the_line_bound() {
 #[tokio::test]
 async fn a_cursor_cycle_is_refused_not_followed_forever() {
     let b = bench(fixture(&["--page-size", "2", "--cursor-cycle"]), 10.0);
-    let message = left_out(&b, "protocol error", "broke its protocol", "protocol_error").await;
+    let message = left_out(&b, "protocol error", "protocol_error").await;
     assert!(
         message.contains("tools/list repeated the cursor"),
         "{message}"
@@ -90,7 +90,7 @@ async fn endless_fresh_cursors_stop_at_the_page_cap() {
     let endless = json!({"tools/list": {"*": [{"line": {"jsonrpc": "2.0", "id": "$ID",
         "result": {"tools": [], "nextCursor": "$FRESH"}}}]}});
     let b = bench(gateway::Server::Script(endless), 30.0);
-    let message = left_out(&b, "protocol error", "broke its protocol", "protocol_error").await;
+    let message = left_out(&b, "protocol error", "protocol_error").await;
     assert!(
         message.contains("tools/list goes on past 1000 pages"),
         "{message}"
@@ -123,7 +123,7 @@ async fn fifty_mb_on_stderr_neither_blocks_nor_reaches_the_turn() {
     assert_eq!(a.status, AnswerStatus::Unavailable, "{}", a.text);
     assert_eq!(
         a.text,
-        "`hostile/crash` is unavailable: provider `hostile` stopped and none of its capabilities can be called in this session."
+        "`hostile/crash` is unavailable: provider `hostile` is unavailable (crashed) and none of its capabilities can be called in this session."
     );
     let failure = b.failure();
     let message = failure["message"].as_str().unwrap_or_default();

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::SystemTime;
 
-use gateway::{Server, bench, invoke};
+use gateway::{Server, bench, fixture, invoke};
 use serde_json::{Value, json};
 use spear_capabilities::AnswerStatus;
 use spear_capabilities::checks::ArgumentSchema;
@@ -30,6 +30,57 @@ fn hostile_ids(b: &gateway::Bench, turn: &spear_capabilities::Turn) -> Vec<Strin
         .filter(|c| c.id.starts_with("hostile/"))
         .map(|c| c.id.clone())
         .collect()
+}
+
+/// The fixture's bad tools, offered by a real server process, are left
+/// out by the gateway, each with its reason, and its other tools stay.
+#[tokio::test]
+async fn a_servers_unusable_tools_are_left_out_with_their_reasons() {
+    let b = bench(fixture(&["--bad-tools"]), 10.0);
+    let turn = b.turn().await;
+    assert!(hostile_ids(&b, &turn).contains(&"hostile/echo".to_owned()));
+    let rejected: Vec<(String, String)> = b
+        .sink
+        .named("tool_rejected")
+        .iter()
+        .filter(|r| r["provider"] == "hostile")
+        .map(|r| {
+            let text = |k: &str| r[k].as_str().unwrap_or_default().to_owned();
+            (text("tool"), text("reason"))
+        })
+        .collect();
+    assert_eq!(rejected.len(), 5, "{rejected:?}");
+    assert_eq!(
+        rejected[0],
+        (
+            "bad name!".to_owned(),
+            "the name has ' '; allowed: A-Z, a-z, 0-9, '_', '.', '-'".to_owned()
+        )
+    );
+    assert_eq!(
+        rejected[1],
+        (
+            "twice".to_owned(),
+            "the provider offers 2 tools of this name".to_owned()
+        )
+    );
+    assert_eq!(rejected[2], rejected[1]);
+    assert_eq!(
+        rejected[3],
+        (
+            "array_schema".to_owned(),
+            "the input schema is not of type \"object\"".to_owned()
+        )
+    );
+    assert_eq!(rejected[4].0, "remote_ref");
+    assert!(
+        rejected[4]
+            .1
+            .starts_with("the input schema does not compile"),
+        "{}",
+        rejected[4].1
+    );
+    b.session.close().await;
 }
 
 #[tokio::test]

@@ -135,7 +135,7 @@ impl Bench {
 
 /// Asserts what a turn is shown about an unavailable `hostile`, and that
 /// invoking `tool` of it answers "unavailable" naming it.
-pub async fn assert_unavailable(turn: &Turn, tool: &str, category: &str, said: &str) {
+pub async fn assert_unavailable(turn: &Turn, tool: &str, category: &str) {
     let line = format!(
         "Provider `hostile` is unavailable ({category}): none of its capabilities can be called in this session."
     );
@@ -152,7 +152,7 @@ pub async fn assert_unavailable(turn: &Turn, tool: &str, category: &str, said: &
     assert_eq!(
         a.text,
         format!(
-            "`hostile/{tool}` is unavailable: provider `hostile` {said} and none of its capabilities can be called in this session."
+            "`hostile/{tool}` is unavailable: provider `hostile` is unavailable ({category}) and none of its capabilities can be called in this session."
         )
     );
 }

@@ -1,0 +1,300 @@
+//! Which of the tools a provider offers become capabilities.
+//!
+//! A kind reports what its server offered ([`ToolList`]); the gateway alone
+//! decides what is usable, the same way for every kind. A tool is admitted
+//! when its name can be part of a capability id (1 to
+//! [`MAX_TOOL_NAME`] characters of `A-Z a-z 0-9 _ . -`), no other tool of
+//! the provider has the same name, and its input schema is an object schema
+//! that compiles ([`ArgumentSchema`]). Every other tool is left out with its
+//! reason, for the audit trail; the provider's other tools stay.
+//!
+//! It is not where a tool's class is decided beyond the entry's `read`
+//! list, nor where anything is shown: [`crate::exposure`] does that.
+
+use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::checks::ArgumentSchema;
+use crate::exposure::{Class, ShownCapability};
+use crate::framing::{FrameHead, json_text};
+use crate::registry::ProviderEntry;
+use crate::{RejectedTool, ToolList};
+
+/// The longest tool name, in characters.
+pub const MAX_TOOL_NAME: usize = 128;
+
+/// A tool admitted as the capability `<provider>/<tool>`.
+#[derive(Debug)]
+pub(crate) struct Tool {
+    /// Its name within its provider.
+    pub(crate) name: String,
+    /// What a turn is shown of it.
+    pub(crate) shown: ShownCapability,
+    /// Its compiled argument schema, shared by the tools that have the same.
+    pub(crate) schema: Arc<ArgumentSchema>,
+    /// The start of every frame of its results.
+    pub(crate) frame: FrameHead,
+}
+
+/// What the gateway made of one provider's offer.
+#[derive(Debug, Default)]
+pub(crate) struct Admission {
+    /// The usable tools, in the provider's order.
+    pub(crate) tools: Vec<Tool>,
+    /// The tools left out and why: first those the kind could not read at
+    /// all, then the others in the provider's order.
+    pub(crate) rejected: Vec<RejectedTool>,
+}
+
+/// Why a tool name cannot be part of a capability id, if it cannot: it must
+/// be 1 to [`MAX_TOOL_NAME`] characters of `A-Z a-z 0-9 _ . -`, so that
+/// `<provider>/<tool>` is one plain word a turn can type.
+pub fn tool_name_problem(name: &str) -> Option<String> {
+    if name.is_empty() {
+        Some("the name is empty".to_owned())
+    } else if name.chars().count() > MAX_TOOL_NAME {
+        Some(format!(
+            "the name is longer than {MAX_TOOL_NAME} characters"
+        ))
+    } else {
+        name.chars()
+            .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')))
+            .map(|c| format!("the name has {c:?}; allowed: A-Z, a-z, 0-9, '_', '.', '-'"))
+    }
+}
+
+/// Admits the usable tools of `offered`, the tool list of `entry`'s
+/// provider. Every copy of a duplicated name is left out: a call by that
+/// name could reach either, so no single schema can be checked for it.
+pub(crate) fn admit(entry: &ProviderEntry, offered: ToolList) -> Admission {
+    let mut counts: HashMap<&str, usize> = HashMap::new();
+    for spec in &offered.tools {
+        *counts.entry(spec.name.as_str()).or_default() += 1;
+    }
+    let duplicated: HashMap<String, usize> = counts
+        .into_iter()
+        .filter(|&(_, n)| n > 1)
+        .map(|(name, n)| (name.to_owned(), n))
+        .collect();
+    let mut admission = Admission {
+        tools: Vec::new(),
+        rejected: offered.rejected,
+    };
+    let mut schemas = Schemas::default();
+    for spec in offered.tools {
+        let problem = tool_name_problem(&spec.name).or_else(|| {
+            duplicated
+                .get(&spec.name)
+                .map(|n| format!("the provider offers {n} tools of this name"))
+        });
+        let schema = match problem {
+            Some(problem) => Err(problem),
+            None => schemas.compile(&spec.input_schema),
+        };
+        let schema = match schema {
+            Ok(schema) => schema,
+            Err(reason) => {
+                let name: String = spec.name.chars().take(MAX_TOOL_NAME).collect();
+                admission.rejected.push(RejectedTool::new(name, reason));
+                continue;
+            }
+        };
+        let class = if entry.read.contains(&spec.name) {
+            Class::Read
+        } else {
+            Class::Write
+        };
+        let shown = ShownCapability::new(
+            format!("{}/{}", entry.id, spec.name),
+            class,
+            spec.title.as_deref(),
+            spec.description.as_deref(),
+            json_text(&spec.input_schema),
+        );
+        admission.tools.push(Tool {
+            frame: FrameHead::new(&entry.id, &shown.id),
+            name: spec.name,
+            shown,
+            schema,
+        });
+    }
+    admission
+}
+
+/// The compiled schemas of one listing, by content.
+///
+/// Servers repeat schemas (every tool without arguments has the same one),
+/// and a schema's verdict does not depend on the tool it is on: each
+/// distinct schema is compiled once and shared. Schemas are found by a hash
+/// of their structure and then compared whole.
+#[derive(Default)]
+struct Schemas {
+    seen: HashMap<u64, Vec<(Value, Verdict)>>,
+}
+
+/// A compiled schema, or why it cannot be used.
+type Verdict = Result<Arc<ArgumentSchema>, String>;
+
+impl Schemas {
+    fn compile(&mut self, schema: &Value) -> Verdict {
+        let mut hasher = DefaultHasher::new();
+        hash_value(schema, &mut hasher);
+        let same_hash = self.seen.entry(hasher.finish()).or_default();
+        if let Some((_, verdict)) = same_hash.iter().find(|(s, _)| s == schema) {
+            return verdict.clone();
+        }
+        let verdict = ArgumentSchema::compile(schema).map(Arc::new);
+        same_hash.push((schema.clone(), verdict.clone()));
+        verdict
+    }
+}
+
+/// Hashes a JSON value so that equal values (`==`) hash equally: objects
+/// iterate in key order, and `Number` hashes as it compares. serde_json
+/// bounds the nesting of what it parses, so the recursion is bounded too.
+fn hash_value(value: &Value, h: &mut impl Hasher) {
+    match value {
+        Value::Null => 0u8.hash(h),
+        Value::Bool(b) => (1u8, b).hash(h),
+        Value::Number(n) => (2u8, n).hash(h),
+        Value::String(s) => (3u8, s).hash(h),
+        Value::Array(items) => {
+            (4u8, items.len()).hash(h);
+            for item in items {
+                hash_value(item, h);
+            }
+        }
+        Value::Object(members) => {
+            (5u8, members.len()).hash(h);
+            for (key, item) in members {
+                key.hash(h);
+                hash_value(item, h);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ToolSpec;
+    use serde_json::json;
+
+    fn entry() -> ProviderEntry {
+        ProviderEntry {
+            id: "p".into(),
+            kind: "test".into(),
+            scope: None,
+            tasks: Default::default(),
+            read: ["ok".to_owned()].into(),
+            write: Default::default(),
+            enabled: true,
+            timeout: std::time::Duration::from_secs(1),
+            settings: Default::default(),
+        }
+    }
+
+    fn reasons(a: &Admission) -> Vec<(String, String)> {
+        a.rejected
+            .iter()
+            .map(|r| (r.name.clone(), r.reason.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn tool_names_are_plain_words() {
+        assert_eq!(tool_name_problem("get_issue.v2-x"), None);
+        assert!(tool_name_problem("").is_some());
+        assert!(tool_name_problem("a b").is_some());
+        assert!(tool_name_problem("a/b").is_some());
+        assert!(tool_name_problem("é").is_some());
+        assert!(tool_name_problem(&"x".repeat(129)).is_some());
+        assert_eq!(tool_name_problem(&"x".repeat(128)), None);
+    }
+
+    #[test]
+    fn bad_tools_are_left_out_with_a_reason_and_the_rest_kept() {
+        let obj = json!({"type": "object"});
+        let offered = ToolList::new(vec![
+            ToolSpec::new("ok", obj.clone()).with_description("d"),
+            ToolSpec::new("bad name", obj.clone()),
+            ToolSpec::new("twice", obj.clone()),
+            ToolSpec::new("twice", obj.clone()),
+            ToolSpec::new("noschema", Value::Null),
+            ToolSpec::new("array", json!({"type": "array"})),
+            ToolSpec::new(
+                "broken",
+                json!({"type": "object", "properties": {"a": {"type": 5}}}),
+            ),
+            ToolSpec::new("ok2", obj).with_title("T"),
+        ])
+        .with_rejected(vec![RejectedTool::new("", "the tool has no name")]);
+        let a = admit(&entry(), offered);
+        let kept: Vec<_> = a.tools.iter().map(|t| t.shown.id.as_str()).collect();
+        assert_eq!(kept, ["p/ok", "p/ok2"]);
+        assert_eq!(a.tools[0].shown.class, Class::Read);
+        assert_eq!(a.tools[1].shown.class, Class::Write);
+        let r = reasons(&a);
+        assert_eq!(r.len(), 7, "{r:?}");
+        assert_eq!(r[0].1, "the tool has no name");
+        assert!(r[1].0 == "bad name" && r[1].1.starts_with("the name has ' '"));
+        assert_eq!(r[2].1, "the provider offers 2 tools of this name");
+        assert_eq!(r[3], r[2]);
+        assert_eq!(r[4].1, "the input schema is not a JSON object");
+        assert_eq!(r[5].1, "the input schema is not of type \"object\"");
+        assert!(r[6].1.starts_with("the input schema does not compile"));
+    }
+
+    #[test]
+    fn a_schema_shared_by_tools_is_compiled_once_and_gets_one_verdict() {
+        let broken = json!({"type": "object", "properties": {"a": {"type": 5}}});
+        let good = json!({"type": "object", "properties": {"a": {"type": "string"}}});
+        // The same schema with its keys in another order.
+        let reordered: Value =
+            serde_json::from_str(r#"{"properties": {"a": {"type": "string"}}, "type": "object"}"#)
+                .expect("json");
+        let a = admit(
+            &entry(),
+            ToolList::new(vec![
+                ToolSpec::new("b1", broken.clone()),
+                ToolSpec::new("g1", good),
+                ToolSpec::new("b2", broken),
+                ToolSpec::new("g2", reordered),
+            ]),
+        );
+        let kept: Vec<_> = a.tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(kept, ["g1", "g2"]);
+        assert!(Arc::ptr_eq(&a.tools[0].schema, &a.tools[1].schema));
+        let r = reasons(&a);
+        assert_eq!((r[0].0.as_str(), r[1].0.as_str()), ("b1", "b2"));
+        assert_eq!(r[0].1, r[1].1);
+    }
+
+    #[test]
+    fn every_schema_of_six_real_servers_is_admitted() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/real-tools");
+        let mut seen = 0;
+        for file in std::fs::read_dir(dir).expect("captures").flatten() {
+            let text = std::fs::read_to_string(file.path()).expect("readable");
+            let capture: Value = serde_json::from_str(&text).expect("json");
+            let tools: Vec<ToolSpec> = capture["tools"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|t| {
+                    ToolSpec::new(
+                        t["name"].as_str().unwrap_or_default(),
+                        t["inputSchema"].clone(),
+                    )
+                })
+                .collect();
+            seen += tools.len();
+            let a = admit(&entry(), ToolList::new(tools));
+            assert!(a.rejected.is_empty(), "{:?}: {:?}", file.path(), a.rejected);
+        }
+        assert!(seen > 40, "only {seen} tools");
+    }
+}

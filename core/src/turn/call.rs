@@ -1,0 +1,165 @@
+//! `invoke`: a call checked before it reaches its provider.
+//!
+//! The capability must be one the turn admits (and, in index mode, one it
+//! has described); its arguments must fit the tool's schema; a WRITE runs
+//! only when the provider's write policy and the session's permission mode
+//! both allow it. The call then goes to the provider under its timeout and
+//! [`TIMEOUT_GRACE`], whatever the provider does itself; its result comes
+//! back framed as external content, and every call is audited.
+
+use std::borrow::Cow;
+use std::time::Instant;
+
+use serde_json::{Map, Value};
+
+use super::{Answer, AnswerStatus, Resolved, Turn};
+use crate::audit::AuditEvent;
+use crate::command::CapabilityId;
+use crate::exposure::{Class, Exposure};
+use crate::framing::{NoToken, json_text, result_text};
+use crate::messages;
+use crate::permission::WriteRequest;
+use crate::registry::WritePolicy;
+use crate::session::TIMEOUT_GRACE;
+use crate::session::slot::{Slot, millis};
+use crate::{CallRequest, Error, Provider, UnavailableReason};
+
+/// The most bytes of a call's arguments the audit trail keeps.
+pub const MAX_AUDIT_ARGUMENT_BYTES: usize = 4096;
+
+impl Turn {
+    pub(super) async fn invoke(
+        &self,
+        line: &str,
+        id: &CapabilityId,
+        arguments: Map<String, Value>,
+    ) -> Answer {
+        let admitted = match self.resolve(id) {
+            Resolved::Admitted(admitted) => admitted,
+            Resolved::Unavailable(provider, reason) => {
+                return self.unavailable(line, id, provider, reason);
+            }
+            Resolved::NotOffered => return self.not_offered(line, id),
+        };
+        let (slot, ready, tool) = (&*admitted.slot, &*admitted.ready, admitted.tool());
+        let cap = &tool.shown.id;
+        if self.shown.exposure == Exposure::Index
+            && !admitted
+                .described
+                .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            return self.refuse(Some(id), line, &messages::describe_first(cap));
+        }
+        let arguments = Value::Object(arguments);
+        if let Err(errors) = tool.schema.check(&arguments) {
+            let text = match tool.frame.frame(&errors.join("\n")) {
+                Ok(framed) => messages::arguments_do_not_fit(cap, &framed),
+                Err(no_token) => messages::arguments_do_not_fit(cap, &no_token.to_string()),
+            };
+            return self.refuse(Some(id), line, &text);
+        }
+        let Value::Object(arguments) = arguments else {
+            unreachable!("made an object above")
+        };
+        let args_text = bounded_json(&arguments);
+        if tool.shown.class == Class::Write {
+            if let Some(reason) = self.write_refusal(slot, cap, &args_text).await {
+                return self.refuse(Some(id), line, &reason);
+            }
+        }
+        let began = Instant::now();
+        let provider: &dyn Provider = &*ready.provider;
+        let call = provider.call_tool(CallRequest::new(tool.name.clone(), arguments));
+        let outcome = tokio::time::timeout(slot.entry.timeout + TIMEOUT_GRACE, call)
+            .await
+            .unwrap_or_else(|_| {
+                Err(Error::Timeout {
+                    provider: slot.entry.id.clone(),
+                    after: slot.entry.timeout,
+                    stderr: String::new(),
+                })
+            });
+        let provider = &slot.entry.id;
+        let (label, answer) = match outcome {
+            Ok(result) => {
+                let label = if result.is_error { "tool_error" } else { "ok" };
+                let answer = match tool.frame.frame(&result_text(&result)) {
+                    Ok(framed) if result.is_error => {
+                        Answer::new(AnswerStatus::Failed, messages::tool_error(cap, &framed))
+                    }
+                    Ok(framed) => Answer::new(AnswerStatus::Ok, framed),
+                    Err(no_token) => unframable(cap, no_token),
+                };
+                (label, answer)
+            }
+            Err(Error::CallRejected { code, message, .. }) => {
+                let answer = match tool.frame.frame(&message) {
+                    Ok(framed) => Answer::new(
+                        AnswerStatus::Failed,
+                        messages::provider_error(provider, cap, code, &framed),
+                    ),
+                    Err(no_token) => unframable(cap, no_token),
+                };
+                ("rejected", answer)
+            }
+            Err(e) => {
+                let reason = e
+                    .unavailable_reason()
+                    .unwrap_or(UnavailableReason::ProtocolError);
+                slot.fail(&self.session, reason, &e);
+                (
+                    "unavailable",
+                    Answer::new(
+                        AnswerStatus::Unavailable,
+                        messages::capability_unavailable(&id.to_string(), provider, reason),
+                    ),
+                )
+            }
+        };
+        self.audit.emit(AuditEvent::CapabilityInvoked {
+            capability: cap.clone(),
+            class: Cow::Borrowed(tool.shown.class.as_str()),
+            arguments: args_text,
+            outcome: Cow::Borrowed(label),
+            duration_ms: millis(began.elapsed()),
+        });
+        answer
+    }
+
+    /// Why a WRITE may not run, or `None` when it may.
+    async fn write_refusal(&self, slot: &Slot, cap: &str, arguments: &str) -> Option<String> {
+        let provider = &slot.entry.id;
+        let policy = slot.entry.write;
+        if policy == WritePolicy::Refuse {
+            return Some(messages::write_refused_by_policy(cap, provider));
+        }
+        let request = WriteRequest {
+            capability: cap.to_owned(),
+            arguments: arguments.to_owned(),
+        };
+        let mode = &self.session.options.permission;
+        if mode.allow_write(policy, &request).await {
+            None
+        } else {
+            Some(messages::write_refused_by_mode(cap, mode.name()))
+        }
+    }
+}
+
+/// The answer when a result cannot be framed: nothing of it is shown.
+fn unframable(cap: &str, no_token: NoToken) -> Answer {
+    Answer::new(AnswerStatus::Failed, messages::unframable(cap, no_token))
+}
+
+/// Compact JSON of `arguments`, cut at [`MAX_AUDIT_ARGUMENT_BYTES`].
+fn bounded_json(arguments: &Map<String, Value>) -> String {
+    let text = json_text(arguments);
+    if text.len() <= MAX_AUDIT_ARGUMENT_BYTES {
+        return text;
+    }
+    let mut end = MAX_AUDIT_ARGUMENT_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… [{} more bytes]", &text[..end], text.len() - end)
+}
