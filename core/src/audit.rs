@@ -5,7 +5,6 @@
 //! session, program and test chooses its own. [`JsonLinesSink`] writes one
 //! JSON object a line.
 
-use std::borrow::Cow;
 use std::cell::Cell;
 use std::fmt;
 use std::fs::{File, OpenOptions};
@@ -17,6 +16,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use crate::UnavailableReason;
+use crate::exposure::Class;
+use crate::names::named;
+use crate::registry::{TaskClass, WritePolicy};
 use crate::selection::{Decision, Runtime, TaskKind};
 
 /// One audit record: when, in which session and turn, and what.
@@ -52,11 +54,11 @@ pub enum AuditEvent {
         /// Its scope as written back, or `None` (applies nowhere).
         scope: Option<String>,
         /// The task classes it serves.
-        tasks: Vec<String>,
+        tasks: Vec<TaskClass>,
         /// The tools declared READ.
         read: Vec<String>,
         /// Its write policy.
-        write: String,
+        write: WritePolicy,
         /// Whether it is enabled.
         enabled: bool,
         /// Its request timeout in seconds.
@@ -147,12 +149,11 @@ pub enum AuditEvent {
         /// The capability id.
         capability: String,
         /// READ or WRITE.
-        class: Cow<'static, str>,
+        class: Class,
         /// The arguments as compact JSON, cut at 4 KiB.
         arguments: String,
-        /// `ok`, `tool_error` (the tool reported failure), `rejected` (the
-        /// provider answered with an error) or `unavailable`.
-        outcome: Cow<'static, str>,
+        /// How the call came out.
+        outcome: Outcome,
         /// How long the call took, in milliseconds.
         duration_ms: u64,
     },
@@ -172,6 +173,20 @@ pub enum AuditEvent {
         /// An error while stopping, if any.
         error: Option<String>,
     },
+}
+
+named! {
+    /// How a call that went to a provider came out.
+    pub enum Outcome {
+        /// The tool answered.
+        Ok = "ok",
+        /// The tool answered that it failed (`isError`).
+        ToolError = "tool_error",
+        /// The provider answered the call with an error.
+        Rejected = "rejected",
+        /// The provider failed during the call and is unavailable.
+        Unavailable = "unavailable",
+    }
 }
 
 /// One candidate of a selection, as audited.

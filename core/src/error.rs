@@ -4,6 +4,8 @@ use std::io;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::names::named;
+
 /// Everything that can go wrong in the core or in a provider, as seen by SPEAR.
 ///
 /// Messages are lower-case and carry no trailing punctuation so that chained
@@ -151,28 +153,24 @@ impl Error {
     }
 }
 
-/// The short, public category of a provider failure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum UnavailableReason {
-    /// It could not be started.
-    DidNotStart,
-    /// It did not answer in time.
-    TimedOut,
-    /// It broke its protocol.
-    ProtocolError,
-    /// It stopped while in use.
-    Crashed,
+named! {
+    /// The short, public category of a provider failure: all a turn learns of it.
+    pub enum UnavailableReason {
+        /// It could not be started.
+        DidNotStart = "did_not_start",
+        /// It did not answer in time.
+        TimedOut = "timed_out",
+        /// It broke its protocol.
+        ProtocolError = "protocol_error",
+        /// It stopped while in use.
+        Crashed = "crashed",
+    }
 }
 
-impl std::fmt::Display for UnavailableReason {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            UnavailableReason::DidNotStart => "did not start",
-            UnavailableReason::TimedOut => "timed out",
-            UnavailableReason::ProtocolError => "protocol error",
-            UnavailableReason::Crashed => "crashed",
-        })
+impl UnavailableReason {
+    /// The category as words, as a turn reads it: `did not start`.
+    pub fn words(self) -> String {
+        self.as_str().replace('_', " ")
     }
 }
 

@@ -7,8 +7,6 @@
 //! capability's arguments are shown by `describe`, which also unlocks its
 //! `invoke`.
 
-use std::fmt;
-
 use serde::Serialize;
 
 use crate::UnavailableReason;
@@ -16,6 +14,7 @@ use crate::framing::{
     MAX_DESCRIPTION_CHARS, MAX_INDEX_DESCRIPTION_CHARS, block, neutralise, one_line,
 };
 use crate::messages;
+use crate::names::named;
 use crate::tokens::TokenCounter;
 
 /// The most capabilities a family shown whole may have.
@@ -43,42 +42,26 @@ impl Default for Limits {
     }
 }
 
-/// READ or WRITE. A tool is READ only when the entry's `read` lists it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "UPPERCASE")]
-pub enum Class {
-    /// Only reads.
-    Read,
-    /// Everything else.
-    Write,
-}
-
-impl Class {
-    /// `READ` or `WRITE`, as shown and audited.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Class::Read => "READ",
-            Class::Write => "WRITE",
-        }
+named! {
+    /// READ or WRITE. A tool is READ only when the entry's `read` lists it.
+    pub enum Class {
+        /// Only reads.
+        Read = "READ",
+        /// Everything else.
+        Write = "WRITE",
     }
 }
 
-impl fmt::Display for Class {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+named! {
+    /// How a turn's family is shown.
+    pub enum Exposure {
+        /// Every capability with its description and schema.
+        Whole = "whole",
+        /// One line a capability; `describe` shows the rest.
+        Index = "index",
+        /// Nothing (no capability, or no gateway).
+        None = "none",
     }
-}
-
-/// How a turn's family is shown.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Exposure {
-    /// Every capability with its description and schema.
-    Whole,
-    /// One line a capability; `describe` shows the rest.
-    Index,
-    /// Nothing (no capability, or no gateway).
-    None,
 }
 
 /// One capability as a turn sees it, already made plain text.

@@ -11,6 +11,7 @@ pub mod exposure;
 pub mod framing;
 pub mod kind;
 pub mod messages;
+pub mod names;
 pub mod permission;
 mod provider;
 pub mod registry;
@@ -20,13 +21,14 @@ pub mod session;
 pub mod tokens;
 pub mod turn;
 
-pub use audit::{Audit, AuditEvent, AuditRecord, AuditSink, JsonLinesSink, NullSink};
+pub use audit::{Audit, AuditEvent, AuditRecord, AuditSink, JsonLinesSink, NullSink, Outcome};
 pub use connector::{Connector, KindConnector};
 pub use error::{Error, UnavailableReason};
 pub use exposure::{Class, Exposure, Limits, Shown, ShownCapability, ShownUnavailable};
 pub use kind::{
     ConnectFuture, ConnectRequest, DEFAULT_KIND, KindSettings, ProviderKind, find_kind, kinds,
 };
+pub use names::{Name, UnknownName};
 pub use permission::{Ask, Auto, PermissionMode, ReadOnly, WriteRequest};
 pub use provider::{
     CallRequest, CallResult, Content, Provider, ProviderInfo, RejectedTool, ResourceBody, ToolList,

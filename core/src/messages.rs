@@ -100,14 +100,16 @@ pub fn described(c: &ShownCapability) -> String {
 /// The line that names an unavailable provider, in the exposure and in `list`.
 pub fn provider_unavailable(provider: &str, reason: UnavailableReason) -> String {
     format!(
-        "Provider `{provider}` is unavailable ({reason}): none of its capabilities can be called in this session.\n"
+        "Provider `{provider}` is unavailable ({}): none of its capabilities can be called in this session.\n",
+        reason.words()
     )
 }
 
 /// The session's notice about a failed provider, said once.
 pub fn notice_unavailable(provider: &str, reason: UnavailableReason) -> String {
     format!(
-        "External capability provider `{provider}` is unavailable ({reason}); the session goes on without it."
+        "External capability provider `{provider}` is unavailable ({}); the session goes on without it.",
+        reason.words()
     )
 }
 
@@ -119,8 +121,9 @@ pub fn capability_unavailable(
     reason: UnavailableReason,
 ) -> String {
     format!(
-        "`{}` is unavailable: provider `{provider}` is unavailable ({reason}) and none of its capabilities can be called in this session.",
+        "`{}` is unavailable: provider `{provider}` is unavailable ({}) and none of its capabilities can be called in this session.",
         one_line(capability, 200),
+        reason.words()
     )
 }
 

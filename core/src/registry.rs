@@ -30,6 +30,7 @@ use serde_json::{Map, Value};
 use crate::Error;
 use crate::audit::{Audit, AuditEvent};
 use crate::kind::{DEFAULT_KIND, KindSettings, find_kind};
+use crate::names::{Name, named, quoted_names};
 use crate::scope::Scope;
 
 /// The environment variable naming the capabilities file.
@@ -48,57 +49,30 @@ pub const COMMON_KEYS: &[&str] = &[
     "id", "kind", "scope", "tasks", "read", "write", "enabled", "timeout",
 ];
 
-/// A request class a provider can serve (the entry's `tasks`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TaskClass {
-    /// Implementation turns.
-    Implementation,
-    /// The implementation pass of a MIXED change.
-    Mixed,
-    /// General questions (READ capabilities only).
-    General,
-}
-
-impl TaskClass {
-    /// Every class, in the order messages list them.
-    pub const ALL: [TaskClass; 3] = [
-        TaskClass::Implementation,
-        TaskClass::Mixed,
-        TaskClass::General,
-    ];
-
-    /// The name used in `capabilities.json`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TaskClass::Implementation => "implementation",
-            TaskClass::Mixed => "mixed",
-            TaskClass::General => "general",
-        }
+named! {
+    /// A request class a provider can serve (the entry's `tasks`).
+    #[derive(PartialOrd, Ord)]
+    pub enum TaskClass {
+        /// Implementation turns.
+        Implementation = "implementation",
+        /// The implementation pass of a MIXED change.
+        Mixed = "mixed",
+        /// General questions (READ capabilities only).
+        General = "general",
     }
 }
 
-/// What a provider's WRITE capabilities may do (the entry's `write`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum WritePolicy {
-    /// Never run a WRITE (the default).
-    #[default]
-    Refuse,
-    /// Run a WRITE when the session's permission mode agrees.
-    Confirm,
-    /// Run a WRITE unless the session is read-only.
-    Allow,
-}
-
-impl WritePolicy {
-    /// The name used in `capabilities.json`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            WritePolicy::Refuse => "refuse",
-            WritePolicy::Confirm => "confirm",
-            WritePolicy::Allow => "allow",
-        }
+named! {
+    /// What a provider's WRITE capabilities may do (the entry's `write`).
+    #[derive(Default)]
+    pub enum WritePolicy {
+        /// Never run a WRITE (the default).
+        #[default]
+        Refuse = "refuse",
+        /// Run a WRITE when the session's permission mode agrees.
+        Confirm = "confirm",
+        /// Run a WRITE unless the session is read-only.
+        Allow = "allow",
     }
 }
 
@@ -297,9 +271,9 @@ impl Registry {
                 provider: e.id.clone(),
                 kind: e.kind.clone(),
                 scope: e.scope.as_ref().map(ToString::to_string),
-                tasks: e.tasks.iter().map(|t| t.as_str().to_owned()).collect(),
+                tasks: e.tasks.iter().copied().collect(),
                 read: e.read.iter().cloned().collect(),
-                write: e.write.as_str().to_owned(),
+                write: e.write,
                 enabled: e.enabled,
                 timeout_secs: e.timeout.as_secs_f64(),
             });
@@ -448,25 +422,22 @@ fn parse_entry(
 
     let write = match map.get("write") {
         None => WritePolicy::default(),
-        Some(Value::String(s)) => {
-            match s.as_str() {
-                "refuse" => WritePolicy::Refuse,
-                "confirm" => WritePolicy::Confirm,
-                "allow" => WritePolicy::Allow,
-                _ => {
-                    problems.push(EntryProblem::new(
-                    "write",
-                    format!("{s:?} is not a write policy; allowed: \"refuse\", \"confirm\", \"allow\""),
-                ));
-                    WritePolicy::default()
-                }
-            }
-        }
+        Some(Value::String(s)) => WritePolicy::from_name(s).unwrap_or_else(|| {
+            problems.push(EntryProblem::new(
+                "write",
+                format!(
+                    "{s:?} is not a write policy; allowed: {}",
+                    quoted_names::<WritePolicy>()
+                ),
+            ));
+            WritePolicy::default()
+        }),
         Some(other) => {
             problems.push(EntryProblem::new(
                 "write",
                 format!(
-                    "must be one of \"refuse\", \"confirm\", \"allow\", found {}",
+                    "must be one of {}, found {}",
+                    quoted_names::<WritePolicy>(),
                     type_name(other)
                 ),
             ));
@@ -562,7 +533,7 @@ fn id_problem(id: &str) -> Option<String> {
 }
 
 fn parse_tasks(v: &Value) -> Result<BTreeSet<TaskClass>, String> {
-    let allowed = "allowed: \"implementation\", \"mixed\", \"general\"";
+    let allowed = format!("allowed: {}", quoted_names::<TaskClass>());
     let Value::Array(items) = v else {
         return Err(format!(
             "must be a list of task classes, found {}; {allowed}",
@@ -576,7 +547,7 @@ fn parse_tasks(v: &Value) -> Result<BTreeSet<TaskClass>, String> {
     for item in items {
         let class = item
             .as_str()
-            .and_then(|s| TaskClass::ALL.into_iter().find(|c| c.as_str() == s))
+            .and_then(TaskClass::from_name)
             .ok_or_else(|| format!("{item} is not a task class; {allowed}"))?;
         if !out.insert(class) {
             return Err(format!("lists {item} twice"));

@@ -8,57 +8,29 @@
 
 use std::path::PathBuf;
 
-use serde::{Deserialize, Serialize};
-
 use crate::audit::{Audit, AuditEvent, CandidateRecord};
+use crate::names::named;
 use crate::registry::{Registry, TaskClass};
 
-/// What a turn is doing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum TaskKind {
-    /// An implementation turn (class `implementation`).
-    Implementation,
-    /// The implementation pass of a MIXED change (class `mixed`).
-    Mixed,
-    /// A general question (class `general`, READ capabilities only).
-    General,
-    /// A question about a bound standard: never served.
-    StandardQuestion,
-    /// The normative pre-pass: never served.
-    NormativePrepass,
-    /// The compliance check: never served.
-    ComplianceCheck,
+named! {
+    /// What a turn is doing.
+    pub enum TaskKind {
+        /// An implementation turn (class `implementation`).
+        Implementation = "implementation",
+        /// The implementation pass of a MIXED change (class `mixed`).
+        Mixed = "mixed",
+        /// A general question (class `general`, READ capabilities only).
+        General = "general",
+        /// A question about a bound standard: never served.
+        StandardQuestion = "standard-question",
+        /// The normative pre-pass: never served.
+        NormativePrepass = "normative-prepass",
+        /// The compliance check: never served.
+        ComplianceCheck = "compliance-check",
+    }
 }
 
 impl TaskKind {
-    /// Every kind, in the order help texts list them.
-    pub const ALL: [TaskKind; 6] = [
-        TaskKind::Implementation,
-        TaskKind::Mixed,
-        TaskKind::General,
-        TaskKind::StandardQuestion,
-        TaskKind::NormativePrepass,
-        TaskKind::ComplianceCheck,
-    ];
-
-    /// The kind's name, as serialised and as command lines spell it.
-    pub fn name(self) -> &'static str {
-        match self {
-            TaskKind::Implementation => "implementation",
-            TaskKind::Mixed => "mixed",
-            TaskKind::General => "general",
-            TaskKind::StandardQuestion => "standard-question",
-            TaskKind::NormativePrepass => "normative-prepass",
-            TaskKind::ComplianceCheck => "compliance-check",
-        }
-    }
-
-    /// The kind named `name`.
-    pub fn from_name(name: &str) -> Option<TaskKind> {
-        TaskKind::ALL.into_iter().find(|k| k.name() == name)
-    }
-
     /// The request class an entry's `tasks` must list, or `None` for the
     /// kinds that external capabilities never reach.
     pub fn class(self) -> Option<TaskClass> {
@@ -73,33 +45,16 @@ impl TaskKind {
     }
 }
 
-/// The runtime a turn runs on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Runtime {
-    /// The current runtime, which has the capability gateway.
-    #[default]
-    Current,
-    /// SPEAR's earlier runtime (a change in a standard-bound session that does
-    /// not concern the standard): it has no capability gateway.
-    Earlier,
-}
-
-impl Runtime {
-    /// Both runtimes.
-    pub const ALL: [Runtime; 2] = [Runtime::Current, Runtime::Earlier];
-
-    /// The runtime's name, as serialised and as command lines spell it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Runtime::Current => "current",
-            Runtime::Earlier => "earlier",
-        }
-    }
-
-    /// The runtime named `name`.
-    pub fn from_name(name: &str) -> Option<Runtime> {
-        Runtime::ALL.into_iter().find(|r| r.name() == name)
+named! {
+    /// The runtime a turn runs on.
+    #[derive(Default)]
+    pub enum Runtime {
+        /// The current runtime, which has the capability gateway.
+        #[default]
+        Current = "current",
+        /// SPEAR's earlier runtime (a change in a standard-bound session that
+        /// does not concern the standard): it has no capability gateway.
+        Earlier = "earlier",
     }
 }
 
@@ -155,26 +110,26 @@ impl TurnContext {
     }
 }
 
-/// The decision about one candidate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Decision {
-    /// It reaches the turn.
-    Selected,
-    /// The turn runs on the earlier runtime, which has no gateway.
-    EarlierRuntime,
-    /// The turn's kind is never served external capabilities.
-    ClassNeverServed,
-    /// The turn's tree is not a registered project.
-    UnregisteredTree,
-    /// The entry has `"enabled": false`.
-    Disabled,
-    /// The entry has no scope, so it applies nowhere.
-    NoScope,
-    /// The entry's scope does not cover the turn.
-    ScopeDoesNotCover,
-    /// The entry's `tasks` do not list the turn's class.
-    TaskNotServed,
+named! {
+    /// The decision about one candidate.
+    pub enum Decision {
+        /// It reaches the turn.
+        Selected = "selected",
+        /// The turn runs on the earlier runtime, which has no gateway.
+        EarlierRuntime = "earlier_runtime",
+        /// The turn's kind is never served external capabilities.
+        ClassNeverServed = "class_never_served",
+        /// The turn's tree is not a registered project.
+        UnregisteredTree = "unregistered_tree",
+        /// The entry has `"enabled": false`.
+        Disabled = "disabled",
+        /// The entry has no scope, so it applies nowhere.
+        NoScope = "no_scope",
+        /// The entry's scope does not cover the turn.
+        ScopeDoesNotCover = "scope_does_not_cover",
+        /// The entry's `tasks` do not list the turn's class.
+        TaskNotServed = "task_not_served",
+    }
 }
 
 impl Decision {
@@ -293,17 +248,19 @@ pub fn select(registry: &Registry, turn: &TurnContext, audit: &Audit) -> Selecti
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::names::Name;
 
     #[test]
     fn names_are_the_serialised_names() {
-        for k in TaskKind::ALL {
-            assert_eq!(serde_json::to_value(k).ok(), Some(k.name().into()));
-            assert_eq!(TaskKind::from_name(k.name()), Some(k));
+        for &k in TaskKind::ALL {
+            assert_eq!(serde_json::to_value(k).ok(), Some(k.as_str().into()));
+            assert_eq!(TaskKind::from_name(k.as_str()), Some(k));
         }
-        for r in Runtime::ALL {
-            assert_eq!(serde_json::to_value(r).ok(), Some(r.name().into()));
-            assert_eq!(Runtime::from_name(r.name()), Some(r));
+        for &r in Runtime::ALL {
+            assert_eq!(serde_json::to_value(r).ok(), Some(r.as_str().into()));
+            assert_eq!(Runtime::from_name(r.as_str()), Some(r));
         }
         assert_eq!(TaskKind::from_name("chat"), None);
+        assert_eq!(TaskKind::StandardQuestion.to_string(), "standard-question");
     }
 }

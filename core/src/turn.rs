@@ -26,6 +26,7 @@ use crate::command::{CapabilityId, Command, Recognized, Refusal, recognize};
 use crate::exposure::{Class, Exposure, Shown, ShownUnavailable, expose};
 use crate::framing::one_line;
 use crate::messages;
+use crate::names::named;
 use crate::selection::{TurnContext, select};
 use crate::session::Inner;
 use crate::session::slot::{Ready, Slot};
@@ -34,18 +35,18 @@ use crate::session::slot::{Ready, Slot};
 pub const MAX_AUDIT_COMMAND_CHARS: usize = 1024;
 pub use call::MAX_AUDIT_ARGUMENT_BYTES;
 
-/// How an answer came out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AnswerStatus {
-    /// The command did what it asked.
-    Ok,
-    /// The command was refused before reaching a provider.
-    Refused,
-    /// The provider it needs is unavailable.
-    Unavailable,
-    /// The provider or tool reported a failure.
-    Failed,
+named! {
+    /// How an answer came out.
+    pub enum AnswerStatus {
+        /// The command did what it asked.
+        Ok = "ok",
+        /// The command was refused before reaching a provider.
+        Refused = "refused",
+        /// The provider it needs is unavailable.
+        Unavailable = "unavailable",
+        /// The provider or tool reported a failure.
+        Failed = "failed",
+    }
 }
 
 /// SPEAR's answer to a recognized command.

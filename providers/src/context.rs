@@ -6,7 +6,7 @@ use std::sync::Arc;
 use clap::Args;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use spear_capabilities::registry::{self, CAPABILITIES_FILE_VAR};
-use spear_capabilities::{Audit, JsonLinesSink, Registry, Runtime, TaskKind, TurnContext};
+use spear_capabilities::{Audit, JsonLinesSink, Name, Registry, Runtime, TaskKind, TurnContext};
 
 /// Which turn to act as.
 #[derive(Debug, Args)]
@@ -28,10 +28,10 @@ pub(crate) struct ContextArgs {
     #[arg(long, value_name = "DIR")]
     pub(crate) tree: Option<PathBuf>,
     /// What the turn is doing.
-    #[arg(long, default_value = "implementation", value_parser = task_parser())]
+    #[arg(long, default_value = "implementation", value_parser = names::<TaskKind>())]
     pub(crate) task: TaskKind,
     /// The runtime the turn runs on.
-    #[arg(long, default_value = "current", value_parser = runtime_parser())]
+    #[arg(long, default_value = "current", value_parser = names::<Runtime>())]
     pub(crate) runtime: Runtime,
     /// Append the audit trail to FILE as JSON Lines.
     #[arg(long, value_name = "FILE")]
@@ -40,14 +40,10 @@ pub(crate) struct ContextArgs {
 
 // The names come from the core, so the CLI cannot drift from what SPEAR
 // serialises.
-fn task_parser() -> impl TypedValueParser<Value = TaskKind> {
-    PossibleValuesParser::new(TaskKind::ALL.map(TaskKind::name))
-        .map(|name| TaskKind::from_name(&name).unwrap_or(TaskKind::Implementation))
-}
-
-fn runtime_parser() -> impl TypedValueParser<Value = Runtime> {
-    PossibleValuesParser::new(Runtime::ALL.map(Runtime::name))
-        .map(|name| Runtime::from_name(&name).unwrap_or_default())
+fn names<T: Name>() -> impl TypedValueParser<Value = T> {
+    // Only the names offered get through, so the fallback is never taken.
+    PossibleValuesParser::new(T::ALL.iter().map(|v| v.as_str()))
+        .map(|name| T::from_name(&name).unwrap_or(T::ALL[0]))
 }
 
 impl ContextArgs {

@@ -7,13 +7,12 @@
 //! [`TIMEOUT_GRACE`], whatever the provider does itself; its result comes
 //! back framed as external content, and every call is audited.
 
-use std::borrow::Cow;
 use std::time::Instant;
 
 use serde_json::{Map, Value};
 
 use super::{Answer, AnswerStatus, Resolved, Turn};
-use crate::audit::AuditEvent;
+use crate::audit::{AuditEvent, Outcome};
 use crate::command::CapabilityId;
 use crate::exposure::{Class, Exposure};
 use crate::framing::{NoToken, json_text, result_text};
@@ -82,7 +81,11 @@ impl Turn {
         let provider = &slot.entry.id;
         let (label, answer) = match outcome {
             Ok(result) => {
-                let label = if result.is_error { "tool_error" } else { "ok" };
+                let label = if result.is_error {
+                    Outcome::ToolError
+                } else {
+                    Outcome::Ok
+                };
                 let answer = match tool.frame.frame(&result_text(&result)) {
                     Ok(framed) if result.is_error => {
                         Answer::new(AnswerStatus::Failed, messages::tool_error(cap, &framed))
@@ -100,7 +103,7 @@ impl Turn {
                     ),
                     Err(no_token) => unframable(cap, no_token),
                 };
-                ("rejected", answer)
+                (Outcome::Rejected, answer)
             }
             Err(e) => {
                 let reason = e
@@ -108,7 +111,7 @@ impl Turn {
                     .unwrap_or(UnavailableReason::ProtocolError);
                 slot.fail(&self.session, reason, &e);
                 (
-                    "unavailable",
+                    Outcome::Unavailable,
                     Answer::new(
                         AnswerStatus::Unavailable,
                         messages::capability_unavailable(&id.to_string(), provider, reason),
@@ -118,9 +121,9 @@ impl Turn {
         };
         self.audit.emit(AuditEvent::CapabilityInvoked {
             capability: cap.clone(),
-            class: Cow::Borrowed(tool.shown.class.as_str()),
+            class: tool.shown.class,
             arguments: args_text,
-            outcome: Cow::Borrowed(label),
+            outcome: label,
             duration_ms: millis(began.elapsed()),
         });
         answer
