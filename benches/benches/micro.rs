@@ -15,15 +15,10 @@ use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use serde_json::json;
 use spear_capabilities::exposure::expose;
 use spear_capabilities::{
-    Audit, Auto, Class, EstimatedTokens, Limits, ProviderKind, Registry, Session, SessionOptions,
+    Audit, Auto, Class, EstimatedTokens, Limits, Registry, Session, SessionOptions,
     ShownCapability, TaskKind, ToolSpec, TurnContext,
 };
-use spear_testkit::kinds::{accept_any, started_elsewhere};
 use spear_testkit::{MockConnector, MockProvider};
-
-spear_capabilities::inventory::submit! {
-    ProviderKind { name: "mock", keys: &[], validate: accept_any, connect: started_elsewhere }
-}
 
 const PROVIDERS: usize = 10;
 const TOOLS_EACH: usize = 500;
@@ -89,6 +84,7 @@ fn turn(c: &mut Criterion) {
     let registry = Registry::parse(
         file.as_bytes(),
         Path::new("/bench/capabilities.json"),
+        &spear_testkit::kinds::mock(),
         &Audit::null(),
     )
     .expect("parses");

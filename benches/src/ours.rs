@@ -10,8 +10,6 @@ use spear_capabilities::{
     TaskKind, Turn, TurnContext,
 };
 use spear_mcp_stdio::{McpProvider, Options, ServerConfig};
-// Links the built-in kinds, so the session's default connector finds `mcp-stdio`.
-use spear_providers as _;
 
 use crate::ECHO_TEXT;
 
@@ -95,6 +93,7 @@ impl Gateway {
         let registry = Registry::parse(
             file.to_string().as_bytes(),
             Path::new("/bench/capabilities.json"),
+            &spear_providers::kinds().expect("built-in kinds"),
             &Audit::null(),
         )
         .map_err(|e| e.to_string())?;

@@ -6,11 +6,11 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::kind::{ConnectRequest, find_kind};
+use crate::kind::{ConnectRequest, Kinds};
 use crate::registry::ProviderEntry;
 use crate::{Error, Provider};
 
-/// Starts providers for a session. [`KindConnector`] uses the linked kinds;
+/// Starts providers for a session. [`KindConnector`] uses provider kinds;
 /// tests substitute their own (e.g. `spear_testkit::MockConnector`).
 #[async_trait]
 pub trait Connector: Debug + Send + Sync {
@@ -29,9 +29,19 @@ pub trait Connector: Debug + Send + Sync {
     ) -> Result<Arc<dyn Provider>, Error>;
 }
 
-/// Starts each entry with the kind its `kind` names.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct KindConnector;
+/// Starts each entry with the kind its `kind` names, from a set of kinds
+/// (a session's default is its registry's, [`crate::Registry::kinds`]).
+#[derive(Debug, Clone)]
+pub struct KindConnector {
+    kinds: Kinds,
+}
+
+impl KindConnector {
+    /// Starts entries with `kinds`.
+    pub fn new(kinds: Kinds) -> Self {
+        Self { kinds }
+    }
+}
 
 #[async_trait]
 impl Connector for KindConnector {
@@ -40,7 +50,7 @@ impl Connector for KindConnector {
         entry: &ProviderEntry,
         base_dir: &Path,
     ) -> Result<Arc<dyn Provider>, Error> {
-        let kind = find_kind(&entry.kind)?;
+        let kind = self.kinds.find(&entry.kind)?;
         (kind.connect)(ConnectRequest::new(
             entry.id.clone(),
             entry.settings.clone(),

@@ -52,6 +52,12 @@ pub enum Error {
         /// The kinds that exist, sorted, comma-separated.
         available: String,
     },
+    /// No provider kind is linked into this program, so no entry could ever
+    /// start.
+    #[error(
+        "no provider kind is linked into this program: build the kinds with `spear_providers::kinds()` (or `Kinds::new`), or name the kind crates (`use spear_providers as _;`) before `Kinds::linked()`"
+    )]
+    NoKinds,
     /// Two linked crates register a provider kind under the same name.
     #[error("provider kind `{name}` is registered more than once")]
     DuplicateKind {
@@ -139,9 +145,10 @@ impl Error {
     /// deployment's own.
     pub fn unavailable_reason(&self) -> Option<UnavailableReason> {
         match self {
-            Error::Start { .. } | Error::UnknownKind { .. } | Error::DuplicateKind { .. } => {
-                Some(UnavailableReason::DidNotStart)
-            }
+            Error::Start { .. }
+            | Error::UnknownKind { .. }
+            | Error::DuplicateKind { .. }
+            | Error::NoKinds => Some(UnavailableReason::DidNotStart),
             Error::Timeout { .. } => Some(UnavailableReason::TimedOut),
             Error::Protocol { .. } => Some(UnavailableReason::ProtocolError),
             Error::Crashed { .. } | Error::ShutDown { .. } => Some(UnavailableReason::Crashed),

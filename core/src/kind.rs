@@ -1,15 +1,21 @@
 //! Provider kinds: how a registry entry becomes a running [`Provider`].
 //!
-//! A kind lives in its own crate and registers a const [`ProviderKind`] with
-//! `inventory::submit!`. The core finds it by name; it never names a kind
-//! itself except [`DEFAULT_KIND`], the kind an entry without `"kind"` has.
+//! A kind lives in its own crate and exports a const [`ProviderKind`]: a
+//! name and two functions. The kinds a program uses are a value, [`Kinds`],
+//! handed to the registry that reads the entries (and, through it, to the
+//! sessions that start them); the core never names a kind itself except
+//! [`DEFAULT_KIND`], the kind an entry without `"kind"` has.
 //!
-//! A Cargo dependency alone does not link a crate, and an unlinked crate's
-//! registration vanishes silently: a program must name the kind crates it
-//! wants (`use spear_mcp_stdio as _;`), as `spear-providers` does.
+//! A set is built from the records themselves ([`Kinds::new`], e.g.
+//! `spear_providers::kinds()`), or from every kind linked into the program
+//! ([`Kinds::linked`], through `inventory`). A Cargo dependency alone does
+//! not link a crate, so a linked set must be asked for by a program that
+//! names its kind crates (`use spear_mcp_stdio as _;`); a program that
+//! links none gets [`Error::NoKinds`], not a registry of refused entries.
 
 use std::fmt;
 use std::path::PathBuf;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -82,42 +88,71 @@ impl fmt::Debug for ProviderKind {
 
 inventory::collect!(ProviderKind);
 
-/// Every linked kind, sorted by name.
-///
-/// # Errors
-/// [`Error::DuplicateKind`] when two linked crates use the same name.
-pub fn kinds() -> Result<Vec<&'static ProviderKind>, Error> {
-    let mut all: Vec<&'static ProviderKind> = inventory::iter::<ProviderKind>().collect();
-    all.sort_by_key(|k| k.name);
-    if let Some(w) = all.windows(2).find(|w| w[0].name == w[1].name) {
-        return Err(Error::DuplicateKind {
-            name: w[0].name.to_owned(),
-        });
+/// A set of provider kinds, each found by its name. Cheap to clone.
+#[derive(Clone)]
+pub struct Kinds {
+    /// Sorted by name, no two with the same.
+    all: Arc<[&'static ProviderKind]>,
+}
+
+impl fmt::Debug for Kinds {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.names()).finish()
     }
-    Ok(all)
 }
 
-/// The kind named `name`.
-///
-/// # Errors
-/// [`Error::UnknownKind`] listing the kinds that exist, or
-/// [`Error::DuplicateKind`].
-pub fn find_kind(name: &str) -> Result<&'static ProviderKind, Error> {
-    let all = kinds()?;
-    all.iter()
-        .find(|k| k.name == name)
-        .copied()
-        .ok_or_else(|| Error::UnknownKind {
-            name: name.to_owned(),
-            available: available(&all),
-        })
-}
+impl Kinds {
+    /// The set of `kinds`.
+    ///
+    /// # Errors
+    /// [`Error::DuplicateKind`] when two have the same name.
+    pub fn new(kinds: impl IntoIterator<Item = &'static ProviderKind>) -> Result<Kinds, Error> {
+        let mut all: Vec<&'static ProviderKind> = kinds.into_iter().collect();
+        all.sort_by_key(|k| k.name);
+        if let Some(w) = all.windows(2).find(|w| w[0].name == w[1].name) {
+            return Err(Error::DuplicateKind {
+                name: w[0].name.to_owned(),
+            });
+        }
+        Ok(Kinds { all: all.into() })
+    }
 
-fn available(all: &[&ProviderKind]) -> String {
-    if all.is_empty() {
-        "none (no provider crate is linked)".to_owned()
-    } else {
-        all.iter().map(|k| k.name).collect::<Vec<_>>().join(", ")
+    /// Every kind linked into this program (registered with
+    /// `inventory::submit!`).
+    ///
+    /// # Errors
+    /// [`Error::NoKinds`] when none is linked; [`Error::DuplicateKind`]
+    /// when two linked crates use the same name.
+    pub fn linked() -> Result<Kinds, Error> {
+        let kinds = Kinds::new(inventory::iter::<ProviderKind>())?;
+        if kinds.all.is_empty() {
+            return Err(Error::NoKinds);
+        }
+        Ok(kinds)
+    }
+
+    /// The kind named `name`.
+    ///
+    /// # Errors
+    /// [`Error::UnknownKind`] listing the kinds there are.
+    pub fn find(&self, name: &str) -> Result<&'static ProviderKind, Error> {
+        self.all
+            .iter()
+            .find(|k| k.name == name)
+            .copied()
+            .ok_or_else(|| Error::UnknownKind {
+                name: name.to_owned(),
+                available: if self.all.is_empty() {
+                    "none".to_owned()
+                } else {
+                    self.names().join(", ")
+                },
+            })
+    }
+
+    /// The kinds' names, sorted.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.all.iter().map(|k| k.name).collect()
     }
 }
 
@@ -139,26 +174,54 @@ mod tests {
         })
     }
 
-    inventory::submit! { ProviderKind { name: "zz-test", keys: &[], validate: accept_all, connect: never } }
-    inventory::submit! { ProviderKind { name: "aa-test", keys: &[], validate: accept_all, connect: never } }
+    const ZZ: ProviderKind = ProviderKind {
+        name: "zz-test",
+        keys: &[],
+        validate: accept_all,
+        connect: never,
+    };
+    const AA: ProviderKind = ProviderKind {
+        name: "aa-test",
+        keys: &[],
+        validate: accept_all,
+        connect: never,
+    };
+
+    inventory::submit! { ZZ }
+    inventory::submit! { AA }
 
     #[test]
     fn kinds_are_listed_sorted() {
-        let names: Vec<_> = kinds()
-            .expect("no duplicates")
-            .iter()
-            .map(|k| k.name)
-            .collect();
-        assert_eq!(names, ["aa-test", "zz-test"]);
+        let kinds = Kinds::new([&ZZ, &AA]).expect("no duplicates");
+        assert_eq!(kinds.names(), ["aa-test", "zz-test"]);
+        assert_eq!(
+            Kinds::linked().expect("two linked").names(),
+            ["aa-test", "zz-test"]
+        );
     }
 
     #[test]
     fn a_miss_lists_the_kinds_that_exist() {
-        let err = find_kind("http").expect_err("no such kind");
+        let kinds = Kinds::new([&ZZ, &AA]).expect("no duplicates");
+        let err = kinds.find("http").expect_err("no such kind");
         assert_eq!(
             err.to_string(),
             "unknown provider kind `http`; available kinds: aa-test, zz-test"
         );
-        assert_eq!(find_kind("zz-test").expect("found").name, "zz-test");
+        assert_eq!(kinds.find("zz-test").expect("found").name, "zz-test");
+        let none = Kinds::new([]).expect("empty");
+        assert_eq!(
+            none.find("mcp-stdio").expect_err("none").to_string(),
+            "unknown provider kind `mcp-stdio`; available kinds: none"
+        );
+    }
+
+    #[test]
+    fn a_duplicate_kind_name_is_an_error_never_a_silent_pick() {
+        let err = Kinds::new([&AA, &ZZ, &AA]).expect_err("duplicate");
+        assert_eq!(
+            err.to_string(),
+            "provider kind `aa-test` is registered more than once"
+        );
     }
 }

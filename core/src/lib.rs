@@ -25,9 +25,7 @@ pub use audit::{Audit, AuditEvent, AuditRecord, AuditSink, JsonLinesSink, NullSi
 pub use connector::{Connector, KindConnector};
 pub use error::{Error, UnavailableReason};
 pub use exposure::{Class, Exposure, Limits, Shown, ShownCapability, ShownUnavailable};
-pub use kind::{
-    ConnectFuture, ConnectRequest, DEFAULT_KIND, KindSettings, ProviderKind, find_kind, kinds,
-};
+pub use kind::{ConnectFuture, ConnectRequest, DEFAULT_KIND, KindSettings, Kinds, ProviderKind};
 pub use names::{Name, UnknownName};
 pub use permission::{Ask, Auto, PermissionMode, ReadOnly, WriteRequest};
 pub use provider::{

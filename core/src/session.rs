@@ -17,19 +17,16 @@
 //!     AnswerStatus, Audit, Auto, Registry, Session, SessionOptions, TaskKind, TurnContext,
 //! };
 //! use spear_testkit::{MockConnector, MockProvider};
-//! # use spear_capabilities::{ConnectFuture, ConnectRequest, EntryProblem, Error, KindSettings, ProviderKind};
-//! # fn ok(_: &KindSettings) -> Vec<EntryProblem> { Vec::new() }
-//! # fn connect(r: ConnectRequest) -> ConnectFuture {
-//! #     Box::pin(async move { Err(Error::Start { provider: r.provider, reason: String::new(), stderr: String::new() }) })
-//! # }
-//! # spear_capabilities::inventory::submit! { ProviderKind { name: "mock", keys: &[], validate: ok, connect } }
 //! # #[tokio::main(flavor = "current_thread")]
-//! # async fn main() -> Result<(), Error> {
-//! // SPEAR loads the registry once (here from text; usually Registry::load).
+//! # async fn main() -> Result<(), spear_capabilities::Error> {
+//! // SPEAR loads the registry once (here from text; usually Registry::load),
+//! // with the provider kinds it links (usually `spear_providers::kinds()`).
 //! let file = br#"{"providers": [
 //!     {"id": "notes", "kind": "mock", "scope": "corpus fw", "read": ["get_note"]}
 //! ]}"#;
-//! let registry = Registry::parse(file, Path::new("/etc/spear/capabilities.json"), &Audit::null())?;
+//! let kinds = spear_testkit::kinds::mock();
+//! let path = Path::new("/etc/spear/capabilities.json");
+//! let registry = Registry::parse(file, path, &kinds, &Audit::null())?;
 //!
 //! // A deployment starts providers with their kinds (the default connector);
 //! // here a mock provider stands in for the server.
@@ -97,8 +94,9 @@ pub struct SessionOptions {
     pub permission: Arc<dyn PermissionMode>,
     /// Where audit records go.
     pub audit: Audit,
-    /// How providers are started.
-    pub connector: Arc<dyn Connector>,
+    /// How providers are started; `None` starts each with its kind from the
+    /// registry's kinds ([`KindConnector`]).
+    pub connector: Option<Arc<dyn Connector>>,
     /// Exposure limits.
     pub limits: Limits,
     /// How tokens are counted.
@@ -106,14 +104,14 @@ pub struct SessionOptions {
 }
 
 impl SessionOptions {
-    /// A session `id` with `permission`, no audit trail, the linked kinds, and
-    /// the default limits and token estimate.
+    /// A session `id` with `permission`, no audit trail, providers started
+    /// by their kinds, and the default limits and token estimate.
     pub fn new(id: impl Into<String>, permission: Arc<dyn PermissionMode>) -> Self {
         Self {
             id: id.into(),
             permission,
             audit: Audit::null(),
-            connector: Arc::new(KindConnector),
+            connector: None,
             limits: Limits::default(),
             tokens: Arc::new(EstimatedTokens),
         }
@@ -127,7 +125,7 @@ impl SessionOptions {
 
     /// Starts providers with `connector`.
     pub fn with_connector(mut self, connector: Arc<dyn Connector>) -> Self {
-        self.connector = connector;
+        self.connector = Some(connector);
         self
     }
 
@@ -152,6 +150,7 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 pub(crate) struct Inner {
     pub(crate) registry: Arc<Registry>,
     pub(crate) options: SessionOptions,
+    pub(crate) connector: Arc<dyn Connector>,
     pub(crate) audit: Audit,
     slots: Mutex<HashMap<String, Arc<Slot>>>,
     notices: Mutex<Vec<String>>,
@@ -178,10 +177,14 @@ impl Session {
     /// Opens a session over `registry`. Nothing starts until a turn needs it.
     pub fn open(registry: Arc<Registry>, options: SessionOptions) -> Self {
         let audit = options.audit.for_session(options.id.clone());
+        let connector = options.connector.clone().unwrap_or_else(|| {
+            Arc::new(KindConnector::new(registry.kinds().clone())) as Arc<dyn Connector>
+        });
         Self {
             inner: Arc::new(Inner {
                 registry,
                 options,
+                connector,
                 audit,
                 slots: Mutex::new(HashMap::new()),
                 notices: Mutex::new(Vec::new()),

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use spear_capabilities::registry::{self, DEFAULT_TIMEOUT};
 use spear_capabilities::{
-    EntryProblem, Error, KindSettings, ProviderKind, Registry, Scope, TaskClass, WritePolicy,
+    EntryProblem, Error, KindSettings, Kinds, ProviderKind, Registry, Scope, TaskClass, WritePolicy,
 };
 use spear_testkit::RecordingSink;
 
@@ -17,20 +17,23 @@ fn validate(settings: &KindSettings) -> Vec<EntryProblem> {
     }
 }
 
-spear_capabilities::inventory::submit! {
-    ProviderKind {
-        name: "proc",
-        keys: &["command", "env"],
-        validate,
-        connect: spear_testkit::kinds::started_elsewhere,
-    }
+/// The one kind of these tests: takes `command` and `env`, like mcp-stdio.
+const PROC: ProviderKind = ProviderKind {
+    name: "proc",
+    keys: &["command", "env"],
+    validate,
+    connect: spear_testkit::kinds::started_elsewhere,
+};
+
+fn kinds() -> Kinds {
+    Kinds::new([&PROC]).expect("one kind")
 }
 
 const FILE: &str = "/etc/spear/capabilities.json";
 
 fn parse(text: &str) -> (Registry, std::sync::Arc<RecordingSink>) {
     let (sink, audit) = RecordingSink::new();
-    let r = Registry::parse(text.as_bytes(), Path::new(FILE), &audit).expect("parses");
+    let r = Registry::parse(text.as_bytes(), Path::new(FILE), &kinds(), &audit).expect("parses");
     (r, sink)
 }
 
@@ -277,8 +280,8 @@ fn a_duplicate_id_is_refused_and_the_first_registers() {
 
 #[test]
 fn an_entry_without_kind_is_of_the_default_kind() {
-    // Only the `proc` test kind is linked here, so the default kind is missing
-    // and the refusal names it.
+    // The registry knows only the `proc` kind, so the default kind is
+    // missing and the refusal names it.
     let got = problems(r#"{"id": "t", "command": ["x"]}"#);
     assert_eq!(
         got,
@@ -318,6 +321,7 @@ fn syntax_errors_name_the_file_line_and_column() {
     let err = Registry::parse(
         b"{\"providers\": [\n  {\"id\": \"t\",}\n]}",
         Path::new(FILE),
+        &kinds(),
         &audit,
     )
     .expect_err("not JSON");
@@ -354,6 +358,7 @@ fn a_fault_before_a_lines_first_character_is_at_column_1() {
         let err = Registry::parse(
             text.as_bytes(),
             Path::new(FILE),
+            &kinds(),
             &spear_capabilities::Audit::null(),
         )
         .expect_err("not JSON");
@@ -375,8 +380,13 @@ fn the_file_must_be_an_object_of_providers() {
             r#"unknown top-level key "extra"; allowed: "providers""#,
         ),
     ] {
-        let err = Registry::parse(text.as_bytes(), Path::new(FILE), &RecordingSink::new().1)
-            .expect_err(text);
+        let err = Registry::parse(
+            text.as_bytes(),
+            Path::new(FILE),
+            &kinds(),
+            &RecordingSink::new().1,
+        )
+        .expect_err(text);
         assert_eq!(err.to_string(), format!("capabilities file {FILE}: {want}"));
     }
 }
@@ -385,7 +395,7 @@ fn the_file_must_be_an_object_of_providers() {
 fn a_missing_file_is_no_providers_and_says_so() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("capabilities.json");
-    let r = Registry::load(&path, &RecordingSink::new().1).expect("missing is fine");
+    let r = Registry::load(&path, &kinds(), &RecordingSink::new().1).expect("missing is fine");
     assert!(r.entries().is_empty() && r.refused().is_empty());
     assert_eq!(
         r.notice(),
@@ -400,7 +410,8 @@ fn a_missing_file_is_no_providers_and_says_so() {
 fn an_unreadable_file_is_one_error_naming_it() {
     let dir = tempfile::tempdir().expect("tempdir");
     // A directory cannot be read as a file, even by root.
-    let err = Registry::load(dir.path(), &RecordingSink::new().1).expect_err("unreadable");
+    let err =
+        Registry::load(dir.path(), &kinds(), &RecordingSink::new().1).expect_err("unreadable");
     let msg = err.to_string();
     assert!(matches!(err, Error::RegistryRead { .. }), "{err:?}");
     assert!(
@@ -424,7 +435,7 @@ fn a_file_on_disk_loads_and_relative_paths_use_its_folder() {
         ),
     )
     .expect("write");
-    let r = Registry::load(&path, &RecordingSink::new().1).expect("loads");
+    let r = Registry::load(&path, &kinds(), &RecordingSink::new().1).expect("loads");
     assert_eq!(r.file(), Some(path.as_path()));
     assert_eq!(
         r.entries()[0].scope,

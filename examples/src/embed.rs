@@ -10,16 +10,15 @@ use std::path::Path;
 use std::sync::Arc;
 
 use spear_capabilities::{
-    Audit, JsonLinesSink, ReadOnly, Registry, Session, SessionOptions, TaskKind, TurnContext,
+    Audit, JsonLinesSink, ReadOnly, Session, SessionOptions, TaskKind, TurnContext,
 };
-// Naming the providers crate links the built-in kinds (mcp-stdio).
-use spear_providers as _;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The audit trail is the deployment's own: here, JSON Lines on stderr.
     let audit = Audit::new(Arc::new(JsonLinesSink::new(std::io::stderr())));
-    let registry = Registry::load(Path::new("examples/capabilities.json"), &audit)?;
+    // The registry, read with the built-in kinds (mcp-stdio).
+    let registry = spear_providers::registry(Path::new("examples/capabilities.json"), &audit)?;
     let session = Session::open(
         Arc::new(registry),
         SessionOptions::new("embed-example", Arc::new(ReadOnly)).with_audit(audit),

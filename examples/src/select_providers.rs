@@ -8,8 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use spear_capabilities::{Audit, JsonLinesSink, Registry, TaskKind, TurnContext, select};
-use spear_providers as _;
+use spear_capabilities::{Audit, JsonLinesSink, TaskKind, TurnContext, select};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -17,19 +16,17 @@ fn main() -> ExitCode {
         eprintln!("usage: select-providers CAPABILITIES_JSON PROJECT implementation|mixed|general");
         return ExitCode::from(2);
     };
-    let task = match task.as_str() {
-        "implementation" => TaskKind::Implementation,
-        "mixed" => TaskKind::Mixed,
-        "general" => TaskKind::General,
-        other => {
-            eprintln!("unknown task {other:?}");
+    let task: TaskKind = match task.parse() {
+        Ok(task) => task,
+        Err(e) => {
+            eprintln!("unknown task: {e}");
             return ExitCode::from(2);
         }
     };
     // The audit trail goes to stderr as JSON Lines, as a deployment would log it.
     let audit = Audit::new(Arc::new(JsonLinesSink::new(std::io::stderr())));
     let path = PathBuf::from(file);
-    let registry = match Registry::load(&path, &audit) {
+    let registry = match spear_providers::registry(&path, &audit) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("{e}");

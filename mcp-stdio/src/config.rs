@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use serde_json::Value;
-use spear_capabilities::registry::type_name;
+use spear_capabilities::registry::{Fields, type_name};
 use spear_capabilities::{EntryProblem, KindSettings};
 
 /// The keys this kind accepts besides the common ones.
@@ -39,95 +39,69 @@ impl ServerConfig {
     /// # Errors
     /// Every problem found, each naming its key.
     pub fn from_settings(settings: &KindSettings) -> Result<Self, Vec<EntryProblem>> {
-        let mut problems = Vec::new();
-        let command = match settings.get("command") {
-            None => {
-                problems.push(EntryProblem::new(
-                    "command",
-                    "missing; give the server to start as a list, e.g. [\"/usr/bin/server\", \"--stdio\"]",
-                ));
-                Vec::new()
+        const GIVE: &str =
+            "give the server to start as a list, e.g. [\"/usr/bin/server\", \"--stdio\"]";
+        let mut fields = Fields::new(settings);
+        let words = fields.required(
+            "command",
+            "a list of strings (the program and its arguments; no shell)",
+            GIVE,
+            Value::as_array,
+        );
+        let mut command = Vec::new();
+        match words {
+            None => {}
+            Some(items) if items.is_empty() => {
+                fields.problem("command", format!("is empty; {GIVE}"))
             }
-            Some(Value::Array(items)) if items.is_empty() => {
-                problems.push(EntryProblem::new(
-                    "command",
-                    "is empty; give the server to start as a list, e.g. [\"/usr/bin/server\", \"--stdio\"]",
-                ));
-                Vec::new()
-            }
-            Some(Value::Array(items)) => {
-                let words: Vec<String> = items
+            Some(items) => {
+                command = items
                     .iter()
                     .filter_map(|v| v.as_str().map(str::to_owned))
                     .collect();
                 if let Some(bad) = items.iter().find(|v| !v.is_string()) {
-                    problems.push(EntryProblem::new(
+                    fields.problem(
                         "command",
                         format!("every word must be a string, found {}", type_name(bad)),
-                    ));
-                } else if words[0].is_empty() {
-                    problems.push(EntryProblem::new("command", "the program name is empty"));
-                } else if words.iter().any(|w| w.contains('\0')) {
-                    problems.push(EntryProblem::new(
-                        "command",
-                        "a word contains a NUL character",
-                    ));
-                }
-                words
-            }
-            Some(other) => {
-                problems.push(EntryProblem::new(
-                    "command",
-                    format!(
-                        "must be a list of strings (the program and its arguments; no shell), found {}",
-                        type_name(other)
-                    ),
-                ));
-                Vec::new()
-            }
-        };
-        let mut env = BTreeMap::new();
-        match settings.get("env") {
-            None => {}
-            Some(Value::Object(vars)) => {
-                for (name, value) in vars {
-                    if name.is_empty() || name.contains('=') || name.contains('\0') {
-                        problems.push(EntryProblem::new(
-                            "env",
-                            format!("{name:?} is not a variable name (empty, or has '=' or NUL)"),
-                        ));
-                    } else if let Some(v) = value.as_str() {
-                        if v.contains('\0') {
-                            problems.push(EntryProblem::new(
-                                "env",
-                                format!("the value of {name:?} contains a NUL character"),
-                            ));
-                        } else {
-                            env.insert(name.clone(), v.to_owned());
-                        }
-                    } else {
-                        problems.push(EntryProblem::new(
-                            "env",
-                            format!(
-                                "the value of {name:?} must be a string, found {}",
-                                type_name(value)
-                            ),
-                        ));
-                    }
+                    );
+                } else if command[0].is_empty() {
+                    fields.problem("command", "the program name is empty");
+                } else if command.iter().any(|w| w.contains('\0')) {
+                    fields.problem("command", "a word contains a NUL character");
                 }
             }
-            Some(other) => problems.push(EntryProblem::new(
-                "env",
-                format!(
-                    "must be an object of string values, found {}",
-                    type_name(other)
-                ),
-            )),
         }
-        if problems.is_empty() {
-            Ok(Self { command, env })
+        let mut env = BTreeMap::new();
+        let vars = fields.get("env", "an object of string values", Value::as_object);
+        for (name, value) in vars.into_iter().flatten() {
+            if name.is_empty() || name.contains('=') || name.contains('\0') {
+                fields.problem(
+                    "env",
+                    format!("{name:?} is not a variable name (empty, or has '=' or NUL)"),
+                );
+            } else if let Some(v) = value.as_str() {
+                if v.contains('\0') {
+                    fields.problem(
+                        "env",
+                        format!("the value of {name:?} contains a NUL character"),
+                    );
+                } else {
+                    env.insert(name.clone(), v.to_owned());
+                }
+            } else {
+                fields.problem(
+                    "env",
+                    format!(
+                        "the value of {name:?} must be a string, found {}",
+                        type_name(value)
+                    ),
+                );
+            }
+        }
+        if fields.has_problems() {
+            Err(fields.into_problems())
         } else {
-            Err(problems)
+            Ok(Self { command, env })
         }
     }
 }

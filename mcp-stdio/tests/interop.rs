@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
-use spear_capabilities::{CallRequest, CallResult, ConnectRequest, Error, Provider, find_kind};
+use spear_capabilities::{CallRequest, CallResult, ConnectRequest, Error, Kinds, Provider};
 use spear_providers as _;
 
 /// Generous: `npx` and a cold Python import take a second or two on a slow
@@ -83,7 +83,7 @@ async fn start(id: &str, command: Vec<String>) -> Running {
     let Value::Object(settings) = settings else {
         unreachable!("a json object")
     };
-    let kind = find_kind("mcp-stdio").expect("spear-providers links the mcp-stdio kind");
+    let kind = &spear_mcp_stdio::KIND;
     let provider = (kind.connect)(ConnectRequest::new(id, settings, TIMEOUT, root()))
         .await
         .unwrap_or_else(|e| panic!("{id} did not start: {e}"));
@@ -147,10 +147,6 @@ const PNG_BASE64_PREFIX: &str = "iVBORw0KGgo";
 fn the_kind_is_registered_once_through_the_dev_dependency_cycle() {
     // mcp-stdio dev-depends on spear-providers, which depends on mcp-stdio:
     // were the crate linked twice, `inventory` would hold the kind twice.
-    let names: Vec<_> = spear_capabilities::kinds()
-        .expect("no duplicate kind")
-        .iter()
-        .map(|k| k.name)
-        .collect();
+    let names = Kinds::linked().expect("no duplicate kind").names();
     assert_eq!(names, ["mcp-stdio"]);
 }

@@ -10,7 +10,7 @@ use spear_capabilities::{Audit, ProviderEntry, Registry};
 pub(crate) fn run(file: Option<PathBuf>, projects: &Path, as_json: bool) -> ExitCode {
     let path =
         file.unwrap_or_else(|| registry::locate(projects, std::env::var_os(CAPABILITIES_FILE_VAR)));
-    let registry = match Registry::load(&path, &Audit::null()) {
+    let registry = match spear_providers::registry(&path, &Audit::null()) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("spear-capabilities: {e}");

@@ -66,7 +66,7 @@ impl ContextArgs {
 
     /// Loads the registry, auditing it.
     pub(crate) fn registry(&self, audit: &Audit) -> Result<Registry, String> {
-        Registry::load(&self.file(), audit).map_err(|e| e.to_string())
+        spear_providers::registry(&self.file(), audit).map_err(|e| e.to_string())
     }
 
     /// The turn these flags describe.

@@ -1,24 +1,40 @@
-//! The built-in provider kinds of SPEAR's external capabilities, linked
-//! together.
+//! The built-in provider kinds of SPEAR's external capabilities, as one set.
 //!
-//! A Cargo dependency alone does not link a crate, and an unlinked crate's
-//! `inventory` registration vanishes silently. This crate names every kind
-//! crate, so a program that names this crate has them all:
+//! [`kinds`] is every built-in kind; [`registry`] loads a capabilities file
+//! with them, the one call an embedding program needs before it opens
+//! sessions. Naming either links the kind crates, so no registration can
+//! silently go missing:
 //!
 //! ```
-//! use spear_providers as _;
-//! let names: Vec<_> = spear_capabilities::kinds().unwrap().iter().map(|k| k.name).collect();
-//! assert_eq!(names, spear_providers::BUILT_IN_KINDS);
+//! let kinds = spear_providers::kinds().expect("built-in kinds have distinct names");
+//! assert_eq!(kinds.names(), spear_providers::BUILT_IN_KINDS);
 //! ```
+//!
+//! The operator CLI `spear-capabilities` is built from this folder too
+//! (`src/main.rs`).
 #![forbid(unsafe_code)]
 
-use spear_mcp_stdio as _;
+use std::path::Path;
+
+use spear_capabilities::{Audit, Error, Kinds, Registry};
 
 /// The names of the built-in kinds, sorted.
 pub const BUILT_IN_KINDS: &[&str] = &[spear_mcp_stdio::NAME];
 
-/// Makes sure the kinds are linked; call it once from a program that uses
-/// this crate only through the core (it does nothing else).
-pub fn link() {
-    let _ = &spear_mcp_stdio::KIND;
+/// Every built-in kind.
+///
+/// # Errors
+/// [`Error::DuplicateKind`] if two built-in kinds shared a name (a bug of
+/// this crate, pinned by its tests).
+pub fn kinds() -> Result<Kinds, Error> {
+    Kinds::new([&spear_mcp_stdio::KIND])
+}
+
+/// Loads the capabilities file at `path` with the built-in kinds
+/// ([`Registry::load`]).
+///
+/// # Errors
+/// As [`Registry::load`].
+pub fn registry(path: &Path, audit: &Audit) -> Result<Registry, Error> {
+    Registry::load(path, &kinds()?, audit)
 }

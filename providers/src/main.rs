@@ -98,7 +98,6 @@ struct PermissionArgs {
 }
 
 fn main() -> ExitCode {
-    spear_providers::link();
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()

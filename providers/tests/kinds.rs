@@ -3,18 +3,15 @@
 
 use std::path::Path;
 
-use spear_capabilities::{Audit, Registry, kinds};
-use spear_providers as _;
+use spear_capabilities::{Audit, Kinds, Registry};
 
 #[test]
-fn the_linked_kinds_are_exactly_the_built_in_ones() {
-    let names: Vec<_> = kinds()
-        .expect("no duplicates")
-        .iter()
-        .map(|k| k.name)
-        .collect();
+fn the_built_in_kinds_are_exactly_the_linked_ones() {
+    let names = spear_providers::kinds().expect("no duplicates").names();
     assert_eq!(names, ["mcp-stdio"]);
     assert_eq!(names, spear_providers::BUILT_IN_KINDS);
+    // Naming this crate links them, so the inventory finds the same set.
+    assert_eq!(Kinds::linked().expect("linked").names(), names);
 }
 
 fn problems(entry: &str) -> Vec<String> {
@@ -22,6 +19,7 @@ fn problems(entry: &str) -> Vec<String> {
     let r = Registry::parse(
         text.as_bytes(),
         Path::new("/etc/capabilities.json"),
+        &spear_providers::kinds().expect("built-in kinds"),
         &Audit::null(),
     )
     .expect("parses");

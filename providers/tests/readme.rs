@@ -91,6 +91,7 @@ fn the_registry_example_registers() {
     let r = Registry::parse(
         json[0].as_bytes(),
         Path::new("/etc/spear/capabilities.json"),
+        &spear_providers::kinds().expect("built-in kinds"),
         &Audit::null(),
     )
     .expect("parses");

@@ -13,7 +13,7 @@ use std::path::Path;
 use spear_capabilities::command::{TokenKind, lex, recognize, recognize_unfiltered};
 use spear_capabilities::framing::{FrameHead, MAX_RESULT_CHARS, block, json_text, one_line, strip};
 use spear_capabilities::registry::MAX_ID_LEN;
-use spear_capabilities::{Audit, Error, Registry};
+use spear_capabilities::{Audit, DEFAULT_KIND, Error, Kinds, ProviderKind, Registry};
 
 /// The names of the targets whose bodies are here, as directories of
 /// `fuzz/corpus/`.
@@ -70,8 +70,16 @@ pub fn lexer(data: &[u8]) {
 /// unique ids; every entry is either registered or refused; a syntax error
 /// has a real position.
 pub fn registry(data: &[u8]) {
+    /// The default kind, taking the keys mcp-stdio takes and any values.
+    const DEFAULT: ProviderKind = ProviderKind {
+        name: DEFAULT_KIND,
+        keys: &["command", "env"],
+        validate: crate::kinds::accept_any,
+        connect: crate::kinds::started_elsewhere,
+    };
     let path = Path::new("/etc/spear/capabilities.json");
-    match Registry::parse(data, path, &Audit::null()) {
+    let kinds = Kinds::new([&DEFAULT, &crate::kinds::MOCK]).expect("distinct names");
+    match Registry::parse(data, path, &kinds, &Audit::null()) {
         Ok(r) => {
             let mut ids = HashSet::new();
             for e in r.entries() {

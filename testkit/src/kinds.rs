@@ -1,13 +1,21 @@
-//! Building blocks for provider kinds that tests register themselves.
+//! Provider kinds for tests: [`MOCK`] (the kind of mock providers) and the
+//! building blocks of kinds a test makes itself.
 //!
-//! ```ignore
-//! spear_capabilities::inventory::submit! {
-//!     ProviderKind { name: "mock", keys: &[], validate: spear_testkit::kinds::accept_any,
-//!                    connect: spear_testkit::kinds::started_elsewhere }
-//! }
+//! ```
+//! use spear_capabilities::{Kinds, ProviderKind};
+//! const PROC: ProviderKind = ProviderKind {
+//!     name: "proc",
+//!     keys: &["command"],
+//!     validate: spear_testkit::kinds::accept_any,
+//!     connect: spear_testkit::kinds::started_elsewhere,
+//! };
+//! let kinds = Kinds::new([&PROC, &spear_testkit::kinds::MOCK]).unwrap();
+//! assert_eq!(kinds.names(), ["mock", "proc"]);
 //! ```
 
-use spear_capabilities::{ConnectFuture, ConnectRequest, EntryProblem, Error, KindSettings};
+use spear_capabilities::{
+    ConnectFuture, ConnectRequest, EntryProblem, Error, KindSettings, Kinds, ProviderKind,
+};
 
 /// A `validate` that accepts every setting.
 pub fn accept_any(_: &KindSettings) -> Vec<EntryProblem> {
@@ -24,4 +32,19 @@ pub fn started_elsewhere(request: ConnectRequest) -> ConnectFuture {
             stderr: String::new(),
         })
     })
+}
+
+/// The kind `mock`: accepts any settings and is started by the test's own
+/// connector (a `MockConnector`).
+pub const MOCK: ProviderKind = ProviderKind {
+    name: "mock",
+    keys: &[],
+    validate: accept_any,
+    connect: started_elsewhere,
+};
+
+/// The set of the one kind [`MOCK`], for registries of mock providers.
+pub fn mock() -> Kinds {
+    // One kind cannot be a duplicate.
+    Kinds::new([&MOCK]).unwrap_or_else(|_| unreachable!("one kind"))
 }

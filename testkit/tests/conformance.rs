@@ -6,7 +6,7 @@ mod common;
 use std::time::Duration;
 
 use serde_json::json;
-use spear_capabilities::{ConnectRequest, find_kind};
+use spear_capabilities::ConnectRequest;
 use spear_mcp_stdio as _;
 use spear_testkit::{MockProvider, conformance};
 
@@ -22,7 +22,7 @@ async fn the_mcp_stdio_provider_conforms() {
     let serde_json::Value::Object(settings) = json!({"command": [common::FIXTURE]}) else {
         unreachable!()
     };
-    let kind = find_kind("mcp-stdio").expect("linked");
+    let kind = &spear_mcp_stdio::KIND;
     let request = ConnectRequest::new("fx", settings, Duration::from_secs(20), "/");
     let p = (kind.connect)(request).await.expect("connects");
     let pid: u32 = common::detail(p.as_ref(), "pid").parse().expect("pid");

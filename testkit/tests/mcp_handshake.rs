@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use common::{call, options, received, start, stderr_of, stop, try_start};
 use serde_json::json;
-use spear_capabilities::{ConnectRequest, Error, Provider, find_kind};
+use spear_capabilities::{ConnectRequest, Error, Provider};
 
 #[tokio::test]
 async fn the_handshake_asks_for_2025_06_18_then_says_initialized_first() {
@@ -87,7 +87,7 @@ async fn a_command_that_cannot_be_spawned_names_the_command_and_the_os_error() {
     else {
         unreachable!()
     };
-    let kind = find_kind("mcp-stdio").expect("linked");
+    let kind = &spear_mcp_stdio::KIND;
     let err = (kind.connect)(ConnectRequest::new(
         "gone",
         settings,

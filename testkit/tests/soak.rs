@@ -95,6 +95,7 @@ fn registry(dir: &Path, providers: usize) -> Registry {
     Registry::parse(
         file.as_bytes(),
         &dir.join("capabilities.json"),
+        &spear_providers::kinds().expect("built-in kinds"),
         &Audit::null(),
     )
     .expect("registry")
@@ -347,6 +348,7 @@ async fn grandchild_cycles(n: usize) -> String {
     let registry = Registry::parse(
         file.to_string().as_bytes(),
         &dir.path().join("capabilities.json"),
+        &spear_providers::kinds().expect("built-in kinds"),
         &Audit::null(),
     )
     .expect("registry");

@@ -155,10 +155,7 @@ async fn start(inner: &Inner, entry: &ProviderEntry) -> Result<Ready, Error> {
         after: entry.timeout,
         stderr: String::new(),
     };
-    let connect = inner
-        .options
-        .connector
-        .connect(entry, inner.registry.base_dir());
+    let connect = inner.connector.connect(entry, inner.registry.base_dir());
     let provider = tokio::time::timeout(entry.timeout + TIMEOUT_GRACE, connect)
         .await
         .map_err(|_| timed_out())??;

@@ -7,18 +7,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use spear_capabilities::{
-    Audit, PermissionMode, ProviderKind, Registry, Session, SessionOptions, TaskKind, TurnContext,
+    Audit, PermissionMode, Registry, Session, SessionOptions, TaskKind, TurnContext,
 };
 use spear_testkit::{MockConnector, MockHandle, MockProvider, RecordingSink};
-
-spear_capabilities::inventory::submit! {
-    ProviderKind {
-        name: "mock",
-        keys: &[],
-        validate: spear_testkit::kinds::accept_any,
-        connect: spear_testkit::kinds::started_elsewhere,
-    }
-}
 
 /// A registry of `entries` (each gets `"kind": "mock"`), all valid.
 pub fn registry(entries: Value) -> Arc<Registry> {
@@ -30,6 +21,7 @@ pub fn registry(entries: Value) -> Arc<Registry> {
     let r = Registry::parse(
         text.as_bytes(),
         Path::new("/etc/spear/capabilities.json"),
+        &spear_testkit::kinds::mock(),
         &Audit::null(),
     )
     .expect("parses");

@@ -5,18 +5,13 @@ use std::path::Path;
 use std::sync::Arc;
 
 use spear_capabilities::{
-    AnswerStatus, Audit, Auto, Registry, Session, SessionOptions, TaskKind, TurnContext, kinds,
+    AnswerStatus, Audit, Auto, Kinds, Registry, Session, SessionOptions, TaskKind, TurnContext,
 };
 use spear_example_kind as _;
 
 #[test]
 fn the_kind_is_registered_by_linking_the_crate() {
-    let names: Vec<_> = kinds()
-        .expect("no duplicates")
-        .iter()
-        .map(|k| k.name)
-        .collect();
-    assert_eq!(names, ["calculator"]);
+    assert_eq!(Kinds::linked().expect("linked").names(), ["calculator"]);
 }
 
 #[tokio::test]
@@ -25,8 +20,15 @@ async fn a_turn_uses_the_calculator_through_the_gateway() {
         {"id": "calc", "kind": "calculator", "max": 1000, "scope": "global", "read": ["add"]},
         {"id": "bad", "kind": "calculator", "max": -1}
     ]}"#;
-    let registry =
-        Registry::parse(file, Path::new("/etc/capabilities.json"), &Audit::null()).expect("parses");
+    // The kinds can also be named outright: the one kind of this crate.
+    let kinds = Kinds::new([&spear_example_kind::KIND]).expect("one kind");
+    let registry = Registry::parse(
+        file,
+        Path::new("/etc/capabilities.json"),
+        &kinds,
+        &Audit::null(),
+    )
+    .expect("parses");
     assert_eq!(
         registry.refused()[0].to_string(),
         r#"providers[1] ("bad") refused: key "max": must be a positive integer, found -1;"#

@@ -71,7 +71,9 @@ pub fn bench_with(server: Server, timeout: f64, extra: Value) -> Bench {
     ]});
     let path = dir.path().join("capabilities.json");
     let (sink, audit) = RecordingSink::new();
-    let registry = Registry::parse(file.to_string().as_bytes(), &path, &audit).expect("registry");
+    let kinds = spear_providers::kinds().expect("built-in kinds");
+    let registry =
+        Registry::parse(file.to_string().as_bytes(), &path, &kinds, &audit).expect("registry");
     assert!(registry.refused().is_empty(), "{:?}", registry.refused());
     let session = Session::open(
         Arc::new(registry),
