@@ -8,6 +8,7 @@ use std::sync::Arc;
 use common::{Bench, implementation, turn};
 use serde_json::json;
 use spear_capabilities::{AnswerStatus, Auto, Class, Exposure, Runtime, TaskKind, ToolSpec};
+use spear_testkit::ours;
 
 fn notes_bench() -> Bench {
     let b = Bench::new(json!([
@@ -71,10 +72,11 @@ notes/add_note (WRITE): Add a note
         Some(3)
     );
     // Whole means invocable at once, without describe.
-    let a = t
-        .answer(r#"spear-capability invoke notes/get_note '{"id": "7"}'"#)
-        .await
-        .expect("ours");
+    let a = ours(
+        &t,
+        r#"spear-capability invoke notes/get_note '{"id": "7"}'"#,
+    )
+    .await;
     assert_eq!(a.status, AnswerStatus::Ok, "{}", a.text);
 }
 
@@ -141,19 +143,13 @@ async fn an_index_needs_describe_before_invoke_and_list_prints_it_again() {
     assert!(t.shown().text.starts_with(
         "External capabilities (9 offered), shown as an index. Describe one to see its arguments; only a described capability can be invoked:\n  spear-capability describe <id>\n"
     ), "{}", t.shown().text);
-    let refused = t
-        .answer("spear-capability invoke p/t3 '{\"a\": \"x\"}'")
-        .await
-        .expect("ours");
+    let refused = ours(&t, "spear-capability invoke p/t3 '{\"a\": \"x\"}'").await;
     assert_eq!(refused.status, AnswerStatus::Refused);
     assert_eq!(
         refused.text,
         "Describe `p/t3` before invoking it: spear-capability describe p/t3"
     );
-    let d = t
-        .answer("spear-capability describe p/t3")
-        .await
-        .expect("ours");
+    let d = ours(&t, "spear-capability describe p/t3").await;
     assert_eq!(d.status, AnswerStatus::Ok);
     assert_eq!(
         d.text,
@@ -164,12 +160,9 @@ async fn an_index_needs_describe_before_invoke_and_list_prints_it_again() {
         "p/t3"
     );
     // Describing one does not unlock another.
-    let other = t
-        .answer("spear-capability invoke p/t4 '{\"a\": \"x\"}'")
-        .await
-        .expect("ours");
+    let other = ours(&t, "spear-capability invoke p/t4 '{\"a\": \"x\"}'").await;
     assert_eq!(other.status, AnswerStatus::Refused);
-    let l = t.answer("spear-capability list").await.expect("ours");
+    let l = ours(&t, "spear-capability list").await;
     assert_eq!(l.status, AnswerStatus::Ok);
     assert_eq!(l.text, t.shown().text);
 }
@@ -188,10 +181,11 @@ async fn general_questions_see_read_capabilities_only() {
         .map(|c| c.id.as_str())
         .collect();
     assert_eq!(ids, ["notes/search_notes", "notes/get_note"]);
-    let w = t
-        .answer(r#"spear-capability invoke notes/add_note '{"text": "x"}'"#)
-        .await
-        .expect("ours");
+    let w = ours(
+        &t,
+        r#"spear-capability invoke notes/add_note '{"text": "x"}'"#,
+    )
+    .await;
     assert_eq!(w.status, AnswerStatus::Refused);
     assert_eq!(
         w.text,
@@ -213,10 +207,8 @@ async fn the_earlier_runtime_is_told_in_one_line_and_recorded() {
     );
     assert!(!t.shown().text.contains('\n'));
     assert_eq!(b.sink.named("gateway_absent").len(), 1);
-    let a = t
-        .answer("spear-capability list")
-        .await
-        .expect("still ours: never run by a shell");
+    // Still ours: never run by a shell.
+    let a = ours(&t, "spear-capability list").await;
     assert_eq!(a.status, AnswerStatus::Refused);
     assert_eq!(a.text, t.shown().text);
     assert!(
@@ -236,10 +228,7 @@ async fn turns_never_served_are_shown_nothing_and_answered_so() {
         let t = b.session(Arc::new(Auto)).begin_turn(turn(task)).await;
         assert_eq!(t.shown().exposure, Exposure::None);
         assert_eq!(t.shown().text, "");
-        let a = t
-            .answer("spear-capability invoke notes/get_note '{}'")
-            .await
-            .expect("ours");
+        let a = ours(&t, "spear-capability invoke notes/get_note '{}'").await;
         assert_eq!(a.status, AnswerStatus::Refused);
         assert_eq!(
             a.text,
@@ -261,7 +250,7 @@ async fn a_turn_with_no_provider_is_shown_nothing() {
         .await;
     assert_eq!(t.shown().exposure, Exposure::None);
     assert_eq!(t.shown().text, "");
-    let l = t.answer("spear-capability list").await.expect("ours");
+    let l = ours(&t, "spear-capability list").await;
     assert_eq!(
         l.text,
         "No external capabilities are offered to this turn.\n"

@@ -10,7 +10,7 @@ use common::{Bench, implementation};
 use serde_json::json;
 use spear_capabilities::session::TIMEOUT_GRACE;
 use spear_capabilities::{AnswerStatus, Auto, Exposure, UnavailableReason};
-use spear_testkit::MockFailure;
+use spear_testkit::{MockFailure, ours};
 
 fn two() -> Bench {
     let b = Bench::new(json!([
@@ -103,7 +103,7 @@ async fn a_provider_that_cannot_start_is_named_unavailable_and_reported_once() {
         "spear-capability invoke mail/search '{}'",
         "spear-capability invoke mail/whatever '{}'",
     ] {
-        let a = t2.answer(line).await.expect("ours");
+        let a = ours(&t2, line).await;
         assert_eq!(a.status, AnswerStatus::Unavailable, "{line}");
         assert!(
             a.text
@@ -134,20 +134,14 @@ async fn a_provider_failing_mid_call_is_left_out_from_then_on() {
     notes.fail_call("get_note", MockFailure::Crash);
     let s = b.session(Arc::new(Auto));
     let t = s.begin_turn(implementation()).await;
-    let a = t
-        .answer("spear-capability invoke notes/get_note '{}'")
-        .await
-        .expect("ours");
+    let a = ours(&t, "spear-capability invoke notes/get_note '{}'").await;
     assert_eq!(a.status, AnswerStatus::Unavailable);
     assert_eq!(
         a.text,
         "`notes/get_note` is unavailable: provider `notes` is unavailable (crashed) and none of its capabilities can be called in this session."
     );
     assert_eq!(s.take_notices().len(), 1);
-    let again = t
-        .answer("spear-capability invoke notes/get_note '{}'")
-        .await
-        .expect("ours");
+    let again = ours(&t, "spear-capability invoke notes/get_note '{}'").await;
     assert_eq!(again.status, AnswerStatus::Unavailable);
     assert_eq!(
         notes.calls().len(),
@@ -164,10 +158,11 @@ async fn a_provider_failing_mid_call_is_left_out_from_then_on() {
     // The failed provider is shut down; the other one goes on.
     tokio::task::yield_now().await;
     assert_eq!(notes.shutdown_count(), 1);
-    let m = next
-        .answer("spear-capability invoke mail/search '{\"q\": \"x\"}'")
-        .await
-        .expect("ours");
+    let m = ours(
+        &next,
+        "spear-capability invoke mail/search '{\"q\": \"x\"}'",
+    )
+    .await;
     assert_eq!(m.status, AnswerStatus::Ok);
 }
 
@@ -181,10 +176,7 @@ async fn a_call_that_outlives_its_timeout_makes_the_provider_unavailable() {
     let s = b.session(Arc::new(Auto));
     let t = s.begin_turn(implementation()).await;
     let began = tokio::time::Instant::now();
-    let a = t
-        .answer("spear-capability invoke notes/get_note '{}'")
-        .await
-        .expect("ours");
+    let a = ours(&t, "spear-capability invoke notes/get_note '{}'").await;
     assert_eq!(a.status, AnswerStatus::Unavailable);
     assert!(a.text.contains("timed out"), "{}", a.text);
     // The entry's timeout is 5 s: the gateway answers by then and the

@@ -9,6 +9,8 @@
 //! - [`fuzz`]: the bodies of the fuzz targets, for `cargo fuzz` and the
 //!   corpus replay alike.
 //! - [`procfs`]: what `/proc` says, to prove a server's processes are gone.
+//! - [`ours`]: SPEAR's answer to a line a turn types, for tests that expect
+//!   the line to be a `spear-capability` command.
 //! - the binary `spear-fixture-server`: a scriptable MCP server over stdio
 //!   (`spear-fixture-server --help` lists what it can be told to do).
 #![forbid(unsafe_code)]
@@ -20,7 +22,9 @@ pub mod kinds;
 mod mock;
 pub mod procfs;
 mod recording;
+mod turns;
 
 pub use connector::MockConnector;
 pub use mock::{MockFailure, MockHandle, MockProvider};
 pub use recording::RecordingSink;
+pub use turns::ours;

@@ -8,6 +8,7 @@ mod gateway;
 use gateway::{Bench, assert_nothing_private, assert_unavailable, bench, fixture, invoke};
 use serde_json::json;
 use spear_capabilities::{AnswerStatus, Exposure};
+use spear_testkit::ours;
 
 /// The common outcome of a provider left out at start: told by name, once,
 /// with its category; the full reason in the audit trail; the other one
@@ -161,14 +162,12 @@ async fn five_thousand_tools_in_one_page_are_an_index_and_usable() {
         .find(|l| l.trim_start().starts_with("hostile/gen_4990 "))
         .expect("indexed");
     assert!(line.contains("WRITE"), "{line}");
-    let a = turn
-        .answer(r#"spear-capability invoke hostile/echo '{"text": "x"}'"#)
-        .await;
-    assert_eq!(
-        a.expect("ours").status,
-        AnswerStatus::Refused,
-        "index: describe first"
-    );
+    let a = ours(
+        &turn,
+        r#"spear-capability invoke hostile/echo '{"text": "x"}'"#,
+    )
+    .await;
+    assert_eq!(a.status, AnswerStatus::Refused, "index: describe first");
     let a = invoke(
         &turn,
         "hostile/echo",

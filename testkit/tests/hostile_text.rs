@@ -8,6 +8,7 @@ mod gateway;
 use gateway::{Server, bench, invoke};
 use serde_json::json;
 use spear_capabilities::AnswerStatus;
+use spear_testkit::ours;
 
 const HIDDEN: [char; 8] = [
     '\u{1b}',
@@ -51,10 +52,7 @@ async fn injected_descriptions_are_shown_as_plain_text() {
         shown.contains("hostile/inject  WRITE  Title\n"),
         "{shown:?}"
     );
-    let a = turn
-        .answer("spear-capability describe hostile/inject")
-        .await
-        .expect("ours");
+    let a = ours(&turn, "spear-capability describe hostile/inject").await;
     assert_eq!(a.status, AnswerStatus::Ok);
     assert_plain(&a.text);
     assert!(
@@ -111,10 +109,7 @@ async fn an_injected_result_is_framed_plain_and_its_instructions_find_nothing() 
         a.text
     );
     // The instruction finds no such capability, and approves nothing.
-    let evil = turn
-        .answer("spear-capability invoke evil/delete_all '{}'")
-        .await
-        .expect("ours");
+    let evil = ours(&turn, "spear-capability invoke evil/delete_all '{}'").await;
     assert_eq!(evil.status, AnswerStatus::Refused);
     assert!(
         evil.text

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use spear_capabilities::{
     AnswerStatus, Audit, Auto, Registry, Session, SessionOptions, TaskKind, TurnContext,
 };
-use spear_testkit::procfs;
+use spear_testkit::{ours, procfs};
 // Links the mcp-stdio kind.
 use spear_providers as _;
 
@@ -216,7 +216,7 @@ async fn load(providers: usize, calls: usize, turns: usize, per_turn: usize) -> 
                         json!({"text": call.token})
                     );
                     let sent = Instant::now();
-                    let a = turn.answer(&line).await.expect("ours");
+                    let a = ours(turn, &line).await;
                     (call, a, sent.elapsed())
                 }
             }))

@@ -8,6 +8,7 @@ use spear_capabilities::{
     AnswerStatus, Audit, Auto, Kinds, Registry, Session, SessionOptions, TaskKind, TurnContext,
 };
 use spear_example_kind as _;
+use spear_testkit::ours;
 
 #[test]
 fn the_kind_is_registered_by_linking_the_crate() {
@@ -39,26 +40,29 @@ async fn a_turn_uses_the_calculator_through_the_gateway() {
         .await;
     assert!(turn.shown().text.contains("calc/add (READ)"));
     assert!(turn.shown().text.contains("calc/multiply (WRITE)"));
-    let a = turn
-        .answer(r#"spear-capability invoke calc/add '{"a": 2, "b": 40}'"#)
-        .await
-        .expect("ours");
+    let a = ours(
+        &turn,
+        r#"spear-capability invoke calc/add '{"a": 2, "b": 40}'"#,
+    )
+    .await;
     assert_eq!(a.status, AnswerStatus::Ok);
     assert!(a.text.contains("\n42\n"), "{}", a.text);
-    let big = turn
-        .answer(r#"spear-capability invoke calc/add '{"a": 2000, "b": 1}'"#)
-        .await
-        .expect("ours");
+    let big = ours(
+        &turn,
+        r#"spear-capability invoke calc/add '{"a": 2000, "b": 1}'"#,
+    )
+    .await;
     assert_eq!(big.status, AnswerStatus::Failed);
     assert!(
         big.text.contains("operands above 1000 are refused"),
         "{}",
         big.text
     );
-    let write = turn
-        .answer(r#"spear-capability invoke calc/multiply '{"a": 2, "b": 3}'"#)
-        .await
-        .expect("ours");
+    let write = ours(
+        &turn,
+        r#"spear-capability invoke calc/multiply '{"a": 2, "b": 3}'"#,
+    )
+    .await;
     assert_eq!(
         write.status,
         AnswerStatus::Refused,

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use spear_capabilities::{
     Answer, AnswerStatus, Auto, Registry, Session, SessionOptions, TaskKind, Turn, TurnContext,
 };
-use spear_testkit::RecordingSink;
+use spear_testkit::{RecordingSink, ours};
 // Links the mcp-stdio kind, as SPEAR's binary does.
 use spear_providers as _;
 
@@ -162,11 +162,9 @@ pub async fn assert_unavailable(turn: &Turn, tool: &str, category: &str) {
 /// Invokes `capability` with `arguments`, describing it first (needed when
 /// the family is an index, harmless otherwise).
 pub async fn invoke(turn: &Turn, capability: &str, arguments: Value) -> Answer {
-    turn.answer(&format!("spear-capability describe {capability}"))
-        .await
-        .expect("ours");
+    ours(turn, &format!("spear-capability describe {capability}")).await;
     let line = format!("spear-capability invoke {capability} '{arguments}'");
-    turn.answer(&line).await.expect("ours")
+    ours(turn, &line).await
 }
 
 /// Nothing a turn sees may carry the deployment's own material: commands,
