@@ -5,15 +5,15 @@
 //! session, program and test chooses its own. [`JsonLinesSink`] writes one
 //! JSON object a line.
 
-use std::cell::Cell;
-use std::fmt;
-use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
-use std::path::Path;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+mod sink;
+mod time;
+
+use std::sync::Arc;
+use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
+
+pub use sink::{AuditSink, JsonLinesSink, NullSink};
 
 use crate::UnavailableReason;
 use crate::exposure::Class;
@@ -201,98 +201,6 @@ pub struct CandidateRecord {
     pub reason: Decision,
 }
 
-/// Where audit records go. Implementations must not block for long: they are
-/// called on the turn's path.
-pub trait AuditSink: fmt::Debug + Send + Sync {
-    /// Takes one record.
-    fn record(&self, record: AuditRecord);
-}
-
-impl<T: AuditSink + ?Sized> AuditSink for Arc<T> {
-    fn record(&self, record: AuditRecord) {
-        (**self).record(record)
-    }
-}
-
-/// A sink that drops everything, for callers with no audit trail (a dry check).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct NullSink;
-
-impl AuditSink for NullSink {
-    fn record(&self, _: AuditRecord) {}
-}
-
-/// A sink writing one JSON object a line, flushed after each record.
-///
-/// A write that fails is counted and the error kept: the audit trail must not
-/// stop a turn, but the deployment must be able to tell that it lost records.
-pub struct JsonLinesSink {
-    inner: Mutex<SinkState>,
-}
-
-struct SinkState {
-    out: Box<dyn Write + Send>,
-    failures: u64,
-    last_error: Option<String>,
-}
-
-impl JsonLinesSink {
-    /// Appends to the file at `path`, creating it if needed.
-    ///
-    /// # Errors
-    /// When the file cannot be opened.
-    pub fn append(path: &Path) -> io::Result<Self> {
-        let file: File = OpenOptions::new().create(true).append(true).open(path)?;
-        Ok(Self::new(file))
-    }
-
-    /// Writes to `out`.
-    pub fn new(out: impl Write + Send + 'static) -> Self {
-        Self {
-            inner: Mutex::new(SinkState {
-                out: Box::new(out),
-                failures: 0,
-                last_error: None,
-            }),
-        }
-    }
-
-    /// How many records could not be written, and the last error.
-    pub fn failures(&self) -> (u64, Option<String>) {
-        let state = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        (state.failures, state.last_error.clone())
-    }
-}
-
-impl fmt::Debug for JsonLinesSink {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (failures, _) = self.failures();
-        f.debug_struct("JsonLinesSink")
-            .field("failures", &failures)
-            .finish_non_exhaustive()
-    }
-}
-
-impl AuditSink for JsonLinesSink {
-    fn record(&self, record: AuditRecord) {
-        let mut line = match serde_json::to_vec(&record) {
-            Ok(line) => line,
-            Err(e) => format!(
-                r#"{{"event":"audit_unserialisable","error":{:?}}}"#,
-                e.to_string()
-            )
-            .into_bytes(),
-        };
-        line.push(b'\n');
-        let mut state = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        let result = state.out.write_all(&line).and_then(|()| state.out.flush());
-        if let Err(e) = result {
-            state.failures += 1;
-            state.last_error = Some(e.to_string());
-        }
-    }
-}
-
 /// A sink with the ids of the session and turn it records for.
 ///
 /// Cheap to clone; [`Audit::for_session`] and [`Audit::for_turn`] derive the
@@ -300,8 +208,7 @@ impl AuditSink for JsonLinesSink {
 #[derive(Debug, Clone)]
 pub struct Audit {
     sink: Arc<dyn AuditSink>,
-    // Shared, not copied, into every record: a call's record was seven
-    // strings built and freed, and these two were the same every time.
+    // Shared by every record of the session and turn, not copied into each.
     session: Option<Arc<str>>,
     turn: Option<Arc<str>>,
 }
@@ -342,151 +249,10 @@ impl Audit {
     /// Records `event` now.
     pub fn emit(&self, event: AuditEvent) {
         self.sink.record(AuditRecord {
-            time: rfc3339_millis(SystemTime::now()),
+            time: time::rfc3339_millis(SystemTime::now()),
             session: self.session.clone(),
             turn: self.turn.clone(),
             event,
         });
-    }
-}
-
-/// `time` as RFC 3339 UTC with milliseconds, exactly as
-/// `humantime::format_rfc3339_millis` writes it, without going through
-/// `fmt`: every audit record carries one, and formatting was a third of
-/// recording a call.
-fn rfc3339_millis(time: SystemTime) -> String {
-    /// 10000-01-01T00:00:00Z: four-digit years end there. humantime cannot
-    /// write a time outside 1970..10000 either; it is left to it, as before.
-    const YEAR_10000: u64 = 253_402_300_800;
-    let since = match time.duration_since(UNIX_EPOCH) {
-        Ok(d) if d.as_secs() < YEAR_10000 => d,
-        _ => return humantime::format_rfc3339_millis(time).to_string(),
-    };
-    let secs = since.as_secs();
-    let mut out = LAST_SECOND.with(|last| {
-        let (at, text) = last.get();
-        if at == secs {
-            return text;
-        }
-        let text = second_text(secs);
-        last.set((secs, text));
-        text
-    });
-    let mut millis = since.subsec_millis();
-    for digit in out[20..23].iter_mut().rev() {
-        // A digit: millis % 10 < 10.
-        *digit = b'0' + (millis % 10) as u8;
-        millis /= 10;
-    }
-    // ASCII digits and punctuation only: the check cannot fail.
-    std::str::from_utf8(&out).map_or_else(|_| String::new(), str::to_owned)
-}
-
-thread_local! {
-    /// The last whole second written and its text: records come many a
-    /// second, and only their milliseconds differ.
-    static LAST_SECOND: Cell<(u64, [u8; 24])> = const { Cell::new((u64::MAX, [0; 24])) };
-}
-
-/// `secs` after the epoch (before the year 10000) as
-/// `YYYY-MM-DDTHH:MM:SS.000Z`, written by humantime once a second.
-fn second_text(secs: u64) -> [u8; 24] {
-    let text = humantime::format_rfc3339_millis(UNIX_EPOCH + Duration::from_secs(secs));
-    // Four-digit years make it 24 bytes, always.
-    <[u8; 24]>::try_from(text.to_string().as_bytes()).unwrap_or(*b"0000-00-00T00:00:00.000Z")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn times_are_written_as_humantime_writes_them() {
-        let mut secs: Vec<u64> = vec![
-            0,
-            59,
-            86_399,
-            86_400,
-            951_782_400,     // 2000-02-29
-            951_868_799,     // 2000-02-29T23:59:59
-            4_107_542_400,   // 2100-03-01
-            4_102_444_799,   // 2099-12-31T23:59:59
-            253_402_300_799, // 9999-12-31T23:59:59
-        ];
-        // Every 7919th day and some second of it, up to the year 9999.
-        let mut s = 12_345u64;
-        while s < 253_402_300_800 {
-            secs.push(s);
-            s += 7919 * 86_400 + 3671;
-        }
-        for secs in secs {
-            for nanos in [0, 999_999, 1_000_000, 123_456_789, 999_999_999] {
-                let t = UNIX_EPOCH + Duration::new(secs, nanos);
-                assert_eq!(
-                    rfc3339_millis(t),
-                    humantime::format_rfc3339_millis(t).to_string(),
-                    "{secs}.{nanos}"
-                );
-            }
-        }
-    }
-
-    #[derive(Clone, Default)]
-    struct Shared(Arc<Mutex<Vec<u8>>>);
-    impl Write for Shared {
-        fn write(&mut self, b: &[u8]) -> io::Result<usize> {
-            self.0.lock().expect("lock").extend_from_slice(b);
-            Ok(b.len())
-        }
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
-        }
-    }
-
-    struct Broken;
-    impl Write for Broken {
-        fn write(&mut self, _: &[u8]) -> io::Result<usize> {
-            Err(io::Error::other("disk full"))
-        }
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
-        }
-    }
-
-    fn refused() -> AuditEvent {
-        AuditEvent::ProviderRefused {
-            file: None,
-            entry: "providers[0]".into(),
-            problems: vec!["bad".into()],
-        }
-    }
-
-    #[test]
-    fn json_lines_carry_time_ids_and_the_event_name() {
-        let buf = Shared::default();
-        let audit = Audit::new(Arc::new(JsonLinesSink::new(buf.clone())));
-        audit.for_session("s1").for_turn("t1").emit(refused());
-        audit.emit(refused());
-        let text = String::from_utf8(buf.0.lock().expect("lock").clone()).expect("utf8");
-        let lines: Vec<serde_json::Value> = text
-            .lines()
-            .map(|l| serde_json::from_str(l).expect("json line"))
-            .collect();
-        assert_eq!(lines.len(), 2);
-        assert_eq!(lines[0]["event"], "provider_refused");
-        assert_eq!(lines[0]["session"], "s1");
-        assert_eq!(lines[0]["turn"], "t1");
-        assert!(lines[1].get("session").is_none());
-        let time = lines[0]["time"].as_str().expect("time");
-        assert!(humantime::parse_rfc3339(time).is_ok(), "{time}");
-        let back: AuditRecord = serde_json::from_value(lines[0].clone()).expect("round trip");
-        assert_eq!(back.event, refused());
-    }
-
-    #[test]
-    fn a_failing_sink_counts_what_it_lost() {
-        let sink = Arc::new(JsonLinesSink::new(Broken));
-        Audit::new(sink.clone()).emit(refused());
-        assert_eq!(sink.failures(), (1, Some("disk full".into())));
     }
 }
