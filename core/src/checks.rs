@@ -5,6 +5,10 @@
 //! the compilation instead of reaching the network or the disk, and the tool
 //! is left out. A call's arguments must validate against the schema and name
 //! only properties it declares.
+//!
+//! It is not where a tool is admitted ([`crate::admission`] calls
+//! [`ArgumentSchema::compile`]) nor where a refusal is worded
+//! ([`crate::messages`]).
 
 use std::collections::BTreeSet;
 use std::panic::{AssertUnwindSafe, catch_unwind};

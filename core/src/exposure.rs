@@ -6,6 +6,9 @@
 //! A larger one is an index, one line a capability with its class; a
 //! capability's arguments are shown by `describe`, which also unlocks its
 //! `invoke`.
+//!
+//! It decides and holds what is shown; the words are [`crate::messages`]'s,
+//! and provider text arrives here only through [`crate::framing`].
 
 use serde::Serialize;
 

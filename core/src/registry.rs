@@ -19,6 +19,9 @@
 //! The core checks the common keys; the rest go to the entry's kind
 //! ([`crate::kind`]), which checks its own. An invalid entry is refused with
 //! every problem it has while the valid ones register; both are audited.
+//!
+//! It is not where providers start (a session does, with the registry's
+//! kinds) nor where a turn's providers are chosen ([`crate::selection`]).
 
 mod entry;
 mod fields;

@@ -5,6 +5,9 @@
 //! A turn in an unregistered tree gets none, `global` included; some task
 //! kinds and the earlier runtime get none, whatever the entries say. Every
 //! decision is one `capability_family_selected` audit record.
+//!
+//! It decides from the registry alone: it starts nothing and knows nothing
+//! of a provider's state ([`crate::session`] does).
 
 use std::path::PathBuf;
 
