@@ -1,14 +1,14 @@
 //! Enums whose values have names: each name is written once.
 //!
 //! The name of a value is what `capabilities.json`, the audit trail, the
-//! CLI's JSON and the turn's text call it. [`named!`] declares such an enum
+//! CLI's JSON and the turn's text call it. `named!` declares such an enum
 //! with each value's name beside it, and derives from that one place its
 //! [`Name`] impl, `Display`, `FromStr`, `Serialize` and `Deserialize`, so no
 //! name is kept by hand anywhere else.
 
 use std::fmt;
 
-/// An enum of named values (declared with [`named!`]).
+/// An enum of named values (declared with `named!`).
 pub trait Name: Copy + Eq + fmt::Debug + Send + Sync + 'static {
     /// Every value, in the order messages list them.
     const ALL: &'static [Self];

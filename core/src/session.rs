@@ -1,7 +1,7 @@
 //! Sessions: the capability gateway SPEAR opens once per session.
 //!
 //! A [`Session`] holds the registry, the permission mode, the audit trail and
-//! the providers it has started ([`slot`]: each is started once, on the
+//! the providers it has started (each is started once, on the
 //! first turn that selects it, and reused by later turns). Each turn of the
 //! session is a [`Turn`], begun with [`Session::begin_turn`]. A provider that
 //! cannot start, times out or fails is left out and recorded; the session's

@@ -6,7 +6,7 @@
 //! command line of the turn's terminal then goes through [`Turn::answer`]:
 //! a line that is not a `spear-capability` command is `None` (the shell runs
 //! it); one that is gets SPEAR's answer and never reaches a shell. `invoke`
-//! is checked before it reaches a provider ([`call`]).
+//! is checked before it reaches a provider (`turn/call.rs`).
 //!
 //! It is not where sentences are worded ([`crate::messages`]) nor where
 //! providers are started ([`crate::session`]).

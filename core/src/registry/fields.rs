@@ -46,7 +46,7 @@ impl<'a> Fields<'a> {
     }
 
     /// `key` read by `read`, `None` when it is absent; when `read` does not
-    /// accept it, a problem: "must be `expected`, found <its type>".
+    /// accept it, a problem: "must be `expected`, found" and its JSON type.
     pub fn get<T>(
         &mut self,
         key: &str,
