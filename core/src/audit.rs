@@ -111,8 +111,17 @@ pub enum AuditEvent {
         /// Why.
         reason: String,
     },
-    /// A provider could not start, timed out or failed; it is left out of
-    /// the session.
+    /// A provider that had failed is started again, for a later turn.
+    ProviderRestarted {
+        /// The provider's id.
+        provider: String,
+        /// Which restart of the session this is, from 1.
+        attempt: u32,
+        /// The full message of the failure before it.
+        previous: String,
+    },
+    /// A provider could not start, timed out or failed; turns are told it
+    /// is unavailable until it is started again.
     ProviderFailed {
         /// The provider's id.
         provider: String,
@@ -157,6 +166,16 @@ pub enum AuditEvent {
         /// How long the call took, in milliseconds.
         duration_ms: u64,
     },
+    /// The session's permission mode allowed a WRITE: recorded when it is
+    /// given, before the call is sent, whatever happens to the call.
+    WriteApproved {
+        /// The capability id.
+        capability: String,
+        /// The arguments as compact JSON, cut at 4 KiB.
+        arguments: String,
+        /// The permission mode that allowed it.
+        mode: String,
+    },
     /// A command was refused before reaching any provider.
     CapabilityRefused {
         /// The capability id, when the command named one.
@@ -186,6 +205,11 @@ named! {
         Rejected = "rejected",
         /// The provider failed during the call and is unavailable.
         Unavailable = "unavailable",
+        /// The answer was dropped (the turn was cancelled) after the call
+        /// was sent: the provider may have done it.
+        Cancelled = "cancelled",
+        /// The session was closed while the call was in flight.
+        Closed = "closed",
     }
 }
 

@@ -171,6 +171,8 @@ named! {
         ProtocolError = "protocol_error",
         /// It stopped while in use.
         Crashed = "crashed",
+        /// It is still starting (in the background): a later turn may have it.
+        Starting = "starting",
     }
 }
 

@@ -47,20 +47,10 @@ pub fn whole(caps: &[ShownCapability]) -> String {
     out
 }
 
-/// The family as an index, one line a capability: what `list` prints.
+/// The family as an index, one line a capability.
 pub fn index(caps: &[ShownCapability]) -> String {
-    let mut out = format!(
-        "External capabilities ({} offered), shown as an index. Describe one to see its arguments; \
-         only a described capability can be invoked:\n  spear-capability describe <id>\n  {INVOKE_FORM}\n  \
-         spear-capability list    (this index again)\n{DATA_NOTE}\n\n",
-        caps.len()
-    );
-    let width = caps.iter().map(|c| c.id.len()).max().unwrap_or(0).min(48);
-    for c in caps {
-        out.push_str(&index_line(c, width));
-        out.push('\n');
-    }
-    out
+    let caps: Vec<&ShownCapability> = caps.iter().collect();
+    list(&caps, crate::exposure::Exposure::Index)
 }
 
 /// One capability's index line: id (padded to `width`), class, one-line
@@ -100,18 +90,33 @@ pub fn described(c: &ShownCapability) -> String {
 /// The line that names an unavailable provider, in the exposure and in `list`.
 pub fn provider_unavailable(provider: &str, reason: UnavailableReason) -> String {
     format!(
-        "Provider `{provider}` is unavailable ({}): none of its capabilities can be called in this session.\n",
+        "Provider `{provider}` is unavailable ({}): none of its capabilities can be called in this turn.\n",
         reason.words()
     )
 }
 
-/// The session's notice about a failed provider, said once.
+/// The session's notice about a provider a turn could not have, said once.
 pub fn notice_unavailable(provider: &str, reason: UnavailableReason) -> String {
-    format!(
-        "External capability provider `{provider}` is unavailable ({}); the session goes on without it.",
-        reason.words()
-    )
+    match reason {
+        UnavailableReason::Starting => format!(
+            "External capability provider `{provider}` is still starting; the session goes on without it until it is ready."
+        ),
+        _ => format!(
+            "External capability provider `{provider}` is unavailable ({}); the session goes on without it.",
+            reason.words()
+        ),
+    }
 }
+
+/// The session's notice that a provider a turn could not have is ready
+/// (it finished starting, or it was started again), said once.
+pub fn notice_available(provider: &str) -> String {
+    format!("External capability provider `{provider}` is available now.")
+}
+
+/// What a turn of a closed session is shown, and answered.
+pub const SESSION_CLOSED: &str =
+    "External capabilities are not available: the session that offered them is closed.";
 
 /// The answer to `describe` or `invoke` of a capability whose provider is
 /// unavailable: "unavailable", never "there is none".
@@ -121,7 +126,7 @@ pub fn capability_unavailable(
     reason: UnavailableReason,
 ) -> String {
     format!(
-        "`{}` is unavailable: provider `{provider}` is unavailable ({}) and none of its capabilities can be called in this session.",
+        "`{}` is unavailable: provider `{provider}` is unavailable ({}) and none of its capabilities can be called in this turn.",
         one_line(capability, 200),
         reason.words()
     )
@@ -185,4 +190,32 @@ pub fn provider_error(provider: &str, capability: &str, code: i64, framed: &str)
 /// A result that cannot be shown because it cannot be framed safely.
 pub fn unframable(capability: &str, why: impl std::fmt::Display) -> String {
     format!("The result of `{capability}` cannot be shown: {why}.")
+}
+
+/// What `list` prints of `caps`, the capabilities the turn can still call,
+/// as its exposure shows them: the index, or, for a family shown whole
+/// (invocable at once), the same lines under a header that says so.
+pub fn list(caps: &[&ShownCapability], exposure: crate::exposure::Exposure) -> String {
+    if caps.is_empty() {
+        return NONE_OFFERED.to_owned();
+    }
+    let mut out = match exposure {
+        crate::exposure::Exposure::Index => format!(
+            "External capabilities ({} offered), shown as an index. Describe one to see its arguments; \
+             only a described capability can be invoked:\n  spear-capability describe <id>\n  {INVOKE_FORM}\n  \
+             spear-capability list    (this index again)\n{DATA_NOTE}\n\n",
+            caps.len()
+        ),
+        _ => format!(
+            "External capabilities ({} offered); each can be invoked at once:\n  {INVOKE_FORM}\n  \
+             spear-capability describe <id>    (its arguments again)\n{DATA_NOTE}\n\n",
+            caps.len()
+        ),
+    };
+    let width = caps.iter().map(|c| c.id.len()).max().unwrap_or(0).min(48);
+    for c in caps {
+        out.push_str(&index_line(c, width));
+        out.push('\n');
+    }
+    out
 }

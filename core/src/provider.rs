@@ -305,6 +305,13 @@ pub trait Provider: Debug + Send + Sync + 'static {
     /// Dropping the future abandons this call only.
     async fn call_tool(&self, request: CallRequest) -> Result<CallResult, Error>;
 
+    /// Why the provider has failed, if it knows without being asked: its
+    /// process exited, its connection broke, the runtime that ran its I/O
+    /// ended. A session asks before each turn, so a provider that died
+    /// between turns is reported (and started again) instead of offered.
+    /// `None` for a provider with nothing of its own that can fail.
+    fn failure(&self) -> Option<Error>;
+
     /// Stops the provider and releases everything it holds. Later calls fail
     /// with [`Error::ShutDown`]. Calling it twice is harmless.
     ///
@@ -334,6 +341,9 @@ macro_rules! forward_provider {
             }
             async fn call_tool(&self, request: CallRequest) -> Result<CallResult, Error> {
                 (**self).call_tool(request).await
+            }
+            fn failure(&self) -> Option<Error> {
+                (**self).failure()
             }
             async fn shutdown(&self) -> Result<(), Error> {
                 (**self).shutdown().await

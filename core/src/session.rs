@@ -62,22 +62,21 @@
 pub(crate) mod slot;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use crate::Provider;
 use crate::audit::{Audit, AuditEvent};
 use crate::connector::{Connector, KindConnector};
 use crate::exposure::Limits;
 use crate::permission::PermissionMode;
 use crate::registry::Registry;
-use crate::selection::TurnContext;
+use crate::selection::{TurnContext, select};
 use crate::tokens::{EstimatedTokens, TokenCounter};
 use crate::turn::Turn;
 
-pub use slot::ProviderState;
 use slot::Slot;
+pub use slot::{MAX_RESTARTS, ProviderState, START_BUDGET_FACTOR, start_budget};
 
 /// How much longer than its provider's timeout the gateway waits for a
 /// request before it calls the provider timed out, whatever the provider
@@ -155,6 +154,7 @@ pub(crate) struct Inner {
     slots: Mutex<HashMap<String, Arc<Slot>>>,
     notices: Mutex<Vec<String>>,
     turns: AtomicU64,
+    closed: AtomicBool,
 }
 
 /// One SPEAR session: its permission mode, audit trail and started providers.
@@ -189,6 +189,7 @@ impl Session {
                 slots: Mutex::new(HashMap::new()),
                 notices: Mutex::new(Vec::new()),
                 turns: AtomicU64::new(0),
+                closed: AtomicBool::new(false),
             }),
         }
     }
@@ -199,14 +200,50 @@ impl Session {
     }
 
     /// Begins a turn: selects its providers, starts those not started yet
-    /// (concurrently, each under its own timeout) and builds what it is shown.
+    /// (and those due to be started again), waits for them as long as
+    /// their timeouts allow, and builds what the turn is shown. A provider
+    /// still starting then is shown unavailable ("starting") and keeps
+    /// starting in the background, for later turns.
     ///
     /// # Cancel safety
-    /// Dropping the future may leave a provider half-started; the next turn
-    /// that needs it waits for or retries the start.
+    /// Dropping the future leaves the starts it began running in the
+    /// background (each bounded by its start budget); the next turn that
+    /// selects a provider finds it ready, starting or failed. The turn's
+    /// selection is audited as soon as it is made.
     pub async fn begin_turn(&self, context: TurnContext) -> Turn {
         let n = self.inner.turns.fetch_add(1, Ordering::Relaxed) + 1;
-        Turn::begin(Arc::clone(&self.inner), n.to_string(), &context).await
+        Turn::begin(Arc::clone(&self.inner), n, &context).await
+    }
+
+    /// Starts, in the background, the providers a turn in `context` would
+    /// select, ahead of that turn; returns how many it started. A turn
+    /// begun later finds them ready or still starting. Selection is not
+    /// audited here; the turn's own is.
+    ///
+    /// # Panics
+    /// Outside a tokio runtime, as every start does (see the crate docs).
+    pub fn start_providers(&self, context: &TurnContext) -> usize {
+        if self.is_closed() {
+            return 0;
+        }
+        let selection = select(&self.inner.registry, context, &Audit::null());
+        if !selection.gateway || !selection.class_served {
+            return 0;
+        }
+        let turn = self.inner.turns_begun();
+        let mut started = 0;
+        for slot in selection.selected().filter_map(|id| self.inner.slot(id)) {
+            if slot.operator_state().is_none() {
+                started += 1;
+            }
+            slot.prepare(&self.inner, turn);
+        }
+        started
+    }
+
+    /// Whether the session was closed (by this handle or any clone).
+    pub fn is_closed(&self) -> bool {
+        self.inner.is_closed()
     }
 
     /// The notices not read yet: each failed provider is reported once in
@@ -228,15 +265,21 @@ impl Session {
             .collect()
     }
 
-    /// Shuts down every started provider, concurrently.
+    /// Closes the session for every clone: later turns are offered
+    /// nothing and told why, calls of earlier turns are refused, starts in
+    /// the background are abandoned, and every started provider is shut
+    /// down, concurrently; each stop is audited as `provider_stopped`.
+    /// Closing twice is harmless.
     ///
     /// # Cancel safety
-    /// Not cancel-safe; dropping the session afterwards still releases the
-    /// providers (each kind ends its processes on drop).
-    pub async fn close(self) {
-        let started: Vec<(String, Arc<dyn Provider>)> = lock(&self.inner.slots)
+    /// The session is closed as soon as the call begins; dropping the
+    /// future may leave providers shutting down, and each kind ends its
+    /// processes when the last handle to a provider is dropped.
+    pub async fn close(&self) {
+        self.inner.closed.store(true, Ordering::SeqCst);
+        let started: Vec<(String, Arc<dyn crate::Provider>)> = lock(&self.inner.slots)
             .values()
-            .filter_map(|s| Some((s.entry.id.clone(), s.provider()?)))
+            .filter_map(|s| Some((s.entry.id.clone(), s.close()?)))
             .collect();
         let audit = &self.inner.audit;
         futures::future::join_all(started.into_iter().map(|(id, p)| async move {
@@ -263,8 +306,18 @@ impl Inner {
         ))
     }
 
-    /// Says once in the session's notices that a provider is unavailable.
+    /// Adds a notice for the person (each is said once, by its caller).
     pub(crate) fn notice(&self, text: String) {
         lock(&self.notices).push(text);
+    }
+
+    /// How many turns the session has begun.
+    pub(crate) fn turns_begun(&self) -> u64 {
+        self.turns.load(Ordering::Relaxed)
+    }
+
+    /// Whether the session was closed.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
     }
 }

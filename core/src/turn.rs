@@ -17,19 +17,21 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use tokio::time::Instant;
+
 use serde_json::Value;
 
 use crate::UnavailableReason;
 use crate::admission::Tool;
 use crate::audit::{Audit, AuditEvent};
 use crate::command::{CapabilityId, Command, Recognized, Refusal, recognize};
-use crate::exposure::{Class, Exposure, Shown, ShownUnavailable, expose};
+use crate::exposure::{Class, Exposure, Shown, ShownCapability, ShownUnavailable, expose};
 use crate::framing::one_line;
 use crate::messages;
 use crate::names::named;
 use crate::selection::{TurnContext, select};
 use crate::session::Inner;
-use crate::session::slot::{Ready, Slot};
+use crate::session::slot::{Ended, Ready, Slot, View};
 
 /// The most characters of a command line the audit trail keeps.
 pub const MAX_AUDIT_COMMAND_CHARS: usize = 1024;
@@ -74,11 +76,14 @@ enum TurnMode {
     Gateway,
     NoGateway,
     NotServed,
+    Closed,
 }
 
 /// One turn: what it is shown, and the answers to its commands.
 pub struct Turn {
     session: Arc<Inner>,
+    /// Its number in the session, from 1.
+    number: u64,
     id: String,
     audit: Audit,
     mode: TurnMode,
@@ -89,8 +94,16 @@ pub struct Turn {
     /// first). B-trees: no hash a provider's tool names could be chosen to
     /// collide in, and a call looks its capability up with no key to build.
     admitted: BTreeMap<String, BTreeMap<String, Admitted>>,
-    /// The selected providers, in registry order.
-    family: Vec<Arc<Slot>>,
+    /// The selected providers, in registry order, as the turn found them.
+    family: Vec<(Arc<Slot>, Found)>,
+}
+
+/// How the turn found one of its providers when it began.
+enum Found {
+    /// Ready: its tools are admitted (unless this incarnation ends).
+    Ready(Arc<Ready>),
+    /// Unavailable, for this whole turn.
+    Unavailable(UnavailableReason),
 }
 
 /// A capability a turn admits.
@@ -118,24 +131,27 @@ impl std::fmt::Debug for Turn {
     }
 }
 
-/// What a capability id names in this turn.
+/// What a capability id names in this turn, now.
 enum Resolved<'a> {
     Admitted(&'a Admitted),
     Unavailable(&'a str, UnavailableReason),
     NotOffered,
+    Closed,
 }
 
 impl Turn {
-    /// Selects the turn's providers, starts those not started yet
-    /// (concurrently) and builds what the turn is shown; audits the choice.
-    pub(crate) async fn begin(session: Arc<Inner>, id: String, context: &TurnContext) -> Turn {
+    /// Selects the turn's providers, gets them going (a start, a restart),
+    /// waits for them as a turn does, and builds what the turn is shown;
+    /// audits the choice and the exposure.
+    pub(crate) async fn begin(session: Arc<Inner>, number: u64, context: &TurnContext) -> Turn {
+        let id = number.to_string();
         let audit = session.audit.for_turn(id.clone());
-        let selection = select(&session.registry, context, &audit);
         let mut turn = Turn {
+            number,
             id,
             audit,
             mode: TurnMode::Gateway,
-            read_only: selection.read_only,
+            read_only: false,
             shown: expose(
                 Vec::new(),
                 Vec::new(),
@@ -146,6 +162,16 @@ impl Turn {
             family: Vec::new(),
             session,
         };
+        if turn.session.is_closed() {
+            turn.audit.emit(AuditEvent::GatewayAbsent {
+                reason: "session closed".to_owned(),
+            });
+            turn.mode = TurnMode::Closed;
+            turn.shown.text = messages::SESSION_CLOSED.to_owned();
+            return turn;
+        }
+        let selection = select(&turn.session.registry, context, &turn.audit);
+        turn.read_only = selection.read_only;
         if !selection.gateway {
             turn.audit.emit(AuditEvent::GatewayAbsent {
                 reason: "earlier runtime".to_owned(),
@@ -158,13 +184,30 @@ impl Turn {
             turn.mode = TurnMode::NotServed;
             return turn;
         }
-        let inner = &*turn.session;
+        let inner = &turn.session;
         let slots: Vec<Arc<Slot>> = selection
             .selected()
             .filter_map(|id| inner.slot(id))
             .collect();
-        futures::future::join_all(slots.iter().map(|s| s.ensure_started(inner))).await;
-        turn.family = slots;
+        for slot in &slots {
+            slot.prepare(inner, number);
+        }
+        let begun = Instant::now();
+        futures::future::join_all(slots.iter().map(|s| s.wait(begun))).await;
+        let mut family = Vec::with_capacity(slots.len());
+        for slot in slots {
+            let found = match slot.view(inner) {
+                View::Ready(ready) => Found::Ready(ready),
+                View::Unavailable(reason) => Found::Unavailable(reason),
+                View::Closed => {
+                    turn.mode = TurnMode::Closed;
+                    turn.shown.text = messages::SESSION_CLOSED.to_owned();
+                    return turn;
+                }
+            };
+            family.push((slot, found));
+        }
+        turn.family = family;
         turn.expose_family();
         turn
     }
@@ -174,9 +217,9 @@ impl Turn {
     fn expose_family(&mut self) {
         let mut capabilities = Vec::new();
         let mut unavailable = Vec::new();
-        for slot in &self.family {
-            match slot.state() {
-                Some(Ok(ready)) => {
+        for (slot, found) in &self.family {
+            match found {
+                Found::Ready(ready) => {
                     let mut tools = BTreeMap::new();
                     for (index, tool) in ready.tools.iter().enumerate() {
                         if self.read_only && tool.shown.class == Class::Write {
@@ -184,7 +227,7 @@ impl Turn {
                         }
                         let admitted = Admitted {
                             slot: Arc::clone(slot),
-                            ready: Arc::clone(&ready),
+                            ready: Arc::clone(ready),
                             index,
                             described: AtomicBool::new(false),
                         };
@@ -193,13 +236,9 @@ impl Turn {
                     }
                     self.admitted.insert(slot.entry.id.clone(), tools);
                 }
-                Some(Err(reason)) => unavailable.push(ShownUnavailable {
+                Found::Unavailable(reason) => unavailable.push(ShownUnavailable {
                     provider: slot.entry.id.clone(),
-                    reason,
-                }),
-                None => unavailable.push(ShownUnavailable {
-                    provider: slot.entry.id.clone(),
-                    reason: UnavailableReason::DidNotStart,
+                    reason: *reason,
                 }),
             }
         }
@@ -228,6 +267,19 @@ impl Turn {
                 unavailable,
             },
         });
+    }
+
+    /// Why provider `found` of the family is unavailable to the turn now,
+    /// if it is: unavailable when the turn began, or failed since.
+    fn unavailable_now(found: &Found) -> Option<UnavailableReason> {
+        match found {
+            Found::Unavailable(reason) => Some(*reason),
+            Found::Ready(ready) => match ready.ended()? {
+                Ended::Failed(reason) => Some(reason),
+                // A closed session is answered before any provider is asked.
+                Ended::Closed => None,
+            },
+        }
     }
 
     /// The turn's id within its session.
@@ -277,6 +329,10 @@ impl Turn {
         match self.mode {
             TurnMode::NoGateway => return self.refuse(None, line, messages::NO_GATEWAY),
             TurnMode::NotServed => return self.refuse(None, line, messages::NOT_SERVED),
+            TurnMode::Closed => return self.refuse(None, line, messages::SESSION_CLOSED),
+            TurnMode::Gateway if self.session.is_closed() => {
+                return self.refuse(None, line, messages::SESSION_CLOSED);
+            }
             TurnMode::Gateway => {}
         }
         let command = match parsed {
@@ -290,25 +346,43 @@ impl Turn {
         }
     }
 
+    /// What `list` prints: the turn's capabilities whose provider is still
+    /// there, shown as the turn's exposure shows them, and every provider of
+    /// the family that is unavailable now, by name.
     fn list_text(&self) -> String {
-        let mut text = if self.shown.capabilities.is_empty() {
-            messages::NONE_OFFERED.to_owned()
-        } else {
-            messages::index(&self.shown.capabilities)
-        };
-        for slot in &self.family {
-            if let Some(reason) = slot.unavailable() {
-                text.push_str(&messages::provider_unavailable(&slot.entry.id, reason));
-            }
+        let gone: Vec<(&str, UnavailableReason)> = self
+            .family
+            .iter()
+            .filter_map(|(slot, found)| {
+                Some((slot.entry.id.as_str(), Self::unavailable_now(found)?))
+            })
+            .collect();
+        let offered: Vec<&ShownCapability> = self
+            .shown
+            .capabilities
+            .iter()
+            .filter(|c| {
+                let provider = c.id.split_once('/').map_or(c.id.as_str(), |(p, _)| p);
+                gone.iter().all(|(id, _)| *id != provider)
+            })
+            .collect();
+        let mut text = messages::list(&offered, self.shown.exposure);
+        for (provider, reason) in gone {
+            text.push_str(&messages::provider_unavailable(provider, reason));
         }
         text
     }
 
     fn resolve(&self, id: &CapabilityId) -> Resolved<'_> {
-        if let Some(slot) = self.family.iter().find(|s| s.entry.id == id.provider) {
-            if let Some(reason) = slot.unavailable() {
-                return Resolved::Unavailable(&slot.entry.id, reason);
-            }
+        if self.session.is_closed() {
+            return Resolved::Closed;
+        }
+        let Some((slot, found)) = self.family.iter().find(|(s, _)| s.entry.id == id.provider)
+        else {
+            return Resolved::NotOffered;
+        };
+        if let Some(reason) = Self::unavailable_now(found) {
+            return Resolved::Unavailable(&slot.entry.id, reason);
         }
         let tools = self.admitted.get(id.provider.as_str());
         match tools.and_then(|t| t.get(id.tool.as_str())) {
@@ -329,6 +403,7 @@ impl Turn {
             }
             Resolved::Unavailable(provider, reason) => self.unavailable(line, id, provider, reason),
             Resolved::NotOffered => self.not_offered(line, id),
+            Resolved::Closed => self.refuse(Some(id), line, messages::SESSION_CLOSED),
         }
     }
 

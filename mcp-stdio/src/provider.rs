@@ -292,6 +292,13 @@ impl Provider for McpProvider {
             .map_err(|f| self.error(f, &request.tool))
     }
 
+    /// The connection's failure, if it failed: the server exited or closed
+    /// its stdout, broke the protocol, or a request timed out.
+    fn failure(&self) -> Option<Error> {
+        let failure = self.connection.failure()?;
+        Some(self.error(failure, ""))
+    }
+
     async fn shutdown(&self) -> Result<(), Error> {
         self.shut_down.store(true, Ordering::SeqCst);
         let mut stopped = self.stopped.lock().await;

@@ -67,7 +67,10 @@ impl Connector for MockConnector {
             s.connects.push(entry.id.clone());
             let outcome = match (s.failures.get(&entry.id), s.providers.get(&entry.id)) {
                 (Some(f), _) => Err(f.to_error(&entry.id, "")),
-                (None, Some(p)) => Ok(Arc::clone(p) as Arc<dyn Provider>),
+                (None, Some(p)) => {
+                    p.revive();
+                    Ok(Arc::clone(p) as Arc<dyn Provider>)
+                }
                 (None, None) => Err(Error::Start {
                     provider: entry.id.clone(),
                     reason: "no mock provider was added for it".to_owned(),

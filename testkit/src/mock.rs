@@ -71,6 +71,10 @@ struct State {
     calls: Vec<CallRequest>,
     lists: usize,
     shutdowns: usize,
+    /// Shut down, until the connector starts it again.
+    down: bool,
+    /// A failure it reports without being asked ([`Provider::failure`]).
+    failure: Option<MockFailure>,
 }
 
 /// A provider whose every answer is scripted through its [`MockHandle`].
@@ -106,6 +110,14 @@ impl MockProvider {
 
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Starts the mock again, as a new process of the same server would
+    /// be: usable after a shutdown, with no failure of its own.
+    pub(crate) fn revive(&self) {
+        let mut s = self.lock();
+        s.down = false;
+        s.failure = None;
     }
 }
 
@@ -156,6 +168,13 @@ impl MockHandle {
         self
     }
 
+    /// Makes the provider report `failure` without being asked
+    /// ([`Provider::failure`]), as a server that exited between turns.
+    pub fn fail_now(&self, failure: MockFailure) -> &Self {
+        self.lock().failure = Some(failure);
+        self
+    }
+
     /// Delays every answer (listing and calls) by `latency`.
     pub fn latency(&self, latency: Duration) -> &Self {
         self.lock().latency = latency;
@@ -203,12 +222,14 @@ impl Provider for MockProvider {
         let (latency, outcome) = {
             let mut s = self.lock();
             s.lists += 1;
-            let outcome = match (&s.list_failure, s.shutdowns) {
-                (_, n) if n > 0 => Err(Error::ShutDown {
+            let outcome = match (&s.list_failure, s.down) {
+                (_, true) => Err(Error::ShutDown {
                     provider: self.id.clone(),
                 }),
-                (Some(f), _) => Err(f.to_error(&self.id, "")),
-                (None, _) => Ok(ToolList::new(s.tools.clone()).with_rejected(s.rejected.clone())),
+                (Some(f), false) => Err(f.to_error(&self.id, "")),
+                (None, false) => {
+                    Ok(ToolList::new(s.tools.clone()).with_rejected(s.rejected.clone()))
+                }
             };
             (s.latency, outcome)
         };
@@ -225,7 +246,7 @@ impl Provider for MockProvider {
                 .get(&request.tool)
                 .copied()
                 .unwrap_or(s.latency);
-            let outcome = if s.shutdowns > 0 {
+            let outcome = if s.down {
                 Err(Error::ShutDown {
                     provider: self.id.clone(),
                 })
@@ -244,8 +265,17 @@ impl Provider for MockProvider {
         outcome
     }
 
+    fn failure(&self) -> Option<Error> {
+        self.lock()
+            .failure
+            .as_ref()
+            .map(|f| f.to_error(&self.id, ""))
+    }
+
     async fn shutdown(&self) -> Result<(), Error> {
-        self.lock().shutdowns += 1;
+        let mut s = self.lock();
+        s.shutdowns += 1;
+        s.down = true;
         Ok(())
     }
 }

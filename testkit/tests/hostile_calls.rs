@@ -3,9 +3,7 @@
 
 mod gateway;
 
-use gateway::{
-    Server, assert_nothing_private, assert_unavailable, bench, bench_with, fixture, invoke,
-};
+use gateway::{Server, assert_nothing_private, bench, bench_with, fixture, invoke};
 use serde_json::{Value, json};
 use spear_capabilities::AnswerStatus;
 
@@ -41,7 +39,7 @@ async fn a_crash_mid_call_after_a_partial_line_is_unavailable_not_a_hang() {
     assert_eq!(a.status, AnswerStatus::Unavailable, "{}", a.text);
     assert_eq!(
         a.text,
-        "`hostile/half` is unavailable: provider `hostile` is unavailable (crashed) and none of its capabilities can be called in this session."
+        "`hostile/half` is unavailable: provider `hostile` is unavailable (crashed) and none of its capabilities can be called in this turn."
     );
     let failure = b.failure();
     assert_eq!(failure["reason"], "crashed");
@@ -51,7 +49,24 @@ async fn a_crash_mid_call_after_a_partial_line_is_unavailable_not_a_hang() {
     let invoked = b.sink.named("capability_invoked");
     assert_eq!(invoked[0]["outcome"], "unavailable");
     b.assert_one_notice("crashed");
-    assert_unavailable(&b.turn().await, "half", "crashed").await;
+    // A crash is not a fault that repeats identically: the next turn starts
+    // the server again, and the call that was in flight is not replayed.
+    let next = b.turn().await;
+    assert!(
+        next.shown().text.contains("hostile/half"),
+        "{}",
+        next.shown().text
+    );
+    let restarted = b.sink.named("provider_restarted");
+    assert_eq!(restarted.len(), 1, "{restarted:?}");
+    assert_eq!(restarted[0]["attempt"], 1);
+    assert!(
+        restarted[0]["previous"]
+            .as_str()
+            .is_some_and(|m| m.contains("exited (exit status: 3)")),
+        "{restarted:?}"
+    );
+    assert_eq!(b.sink.named("capability_invoked").len(), 1, "no replay");
     b.assert_healthy_answers().await;
     b.session.close().await;
 }
@@ -67,7 +82,7 @@ async fn a_20_mb_result_is_a_clear_error_at_the_line_bound() {
     assert_eq!(a.status, AnswerStatus::Unavailable, "{}", a.text);
     assert_eq!(
         a.text,
-        "`hostile/big` is unavailable: provider `hostile` is unavailable (protocol error) and none of its capabilities can be called in this session."
+        "`hostile/big` is unavailable: provider `hostile` is unavailable (protocol error) and none of its capabilities can be called in this turn."
     );
     let failure = b.failure();
     let message = failure["message"].as_str().unwrap_or_default();

@@ -124,7 +124,7 @@ async fn fifty_mb_on_stderr_neither_blocks_nor_reaches_the_turn() {
     assert_eq!(a.status, AnswerStatus::Unavailable, "{}", a.text);
     assert_eq!(
         a.text,
-        "`hostile/crash` is unavailable: provider `hostile` is unavailable (crashed) and none of its capabilities can be called in this session."
+        "`hostile/crash` is unavailable: provider `hostile` is unavailable (crashed) and none of its capabilities can be called in this turn."
     );
     let failure = b.failure();
     let message = failure["message"].as_str().unwrap_or_default();

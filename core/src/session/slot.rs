@@ -1,14 +1,23 @@
-//! One provider's life in a session: started once, on the first turn that
-//! selects it, then reused; failed at most once, and then left out.
+//! One provider's life in a session: started on the first turn that
+//! selects it, reused by later turns, started again after a crash.
 //!
-//! Starting is connecting (the kind's `connect`) and listing, each under the
-//! entry's timeout and [`TIMEOUT_GRACE`]; the tools listed are admitted
-//! ([`crate::admission`]) and every rejection recorded. A failure, at start
-//! or later, is recorded once with its full reason, said once in the
-//! session's notices, and releases the provider.
+//! A start (the kind's `connect`, then the listing and the admission of its
+//! tools) runs as a task of its own, bounded by the start budget
+//! ([`start_budget`]): a turn waits for it as long as it would wait for a
+//! start that is not in the background ([`Slot::wait`]), and a start still
+//! running then keeps going, so a slow first start (`npx`, `uvx`) is ready
+//! for a later turn. A provider that fails is left out, recorded and said
+//! once; one that crashed or timed out is started again for a later turn,
+//! after a growing pause, at most [`MAX_RESTARTS`] times a session
+//! ([`Slot::prepare`]). Failures that would repeat identically (it did not
+//! start, it broke the protocol) are not retried.
 
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::task::AbortHandle;
+use tokio::time::Instant;
 
 use crate::admission::{Tool, admit};
 use crate::audit::AuditEvent;
@@ -18,23 +27,64 @@ use crate::registry::ProviderEntry;
 use crate::session::{Inner, TIMEOUT_GRACE, lock};
 use crate::{Error, Provider, UnavailableReason};
 
-/// A started provider and its admitted tools.
+/// The most times one provider is started again in a session.
+pub const MAX_RESTARTS: u32 = 3;
+
+/// How many times its request timeout a provider's whole start may take
+/// (spawn, handshake, every page of its listing) before it is a failure.
+pub const START_BUDGET_FACTOR: u32 = 10;
+
+/// The bound on a provider's whole start, for a request timeout of
+/// `timeout`: [`START_BUDGET_FACTOR`] times it, and never less than the
+/// longest a turn waits for a start.
+pub fn start_budget(timeout: Duration) -> Duration {
+    (timeout * START_BUDGET_FACTOR).max(2 * (timeout + TIMEOUT_GRACE))
+}
+
+/// How many turns after the failure the `restart`-th restart (from 1)
+/// waits: the next turn, then two, then four.
+fn pause_turns(restart: u32) -> u64 {
+    1 << restart.saturating_sub(1).min(16)
+}
+
+/// A started provider and its admitted tools: one incarnation of a slot.
 #[derive(Debug)]
 pub(crate) struct Ready {
     pub(crate) provider: Arc<dyn Provider>,
     pub(crate) tools: Vec<Tool>,
     started_in: Duration,
+    /// How this incarnation ended, once it has: every turn that admitted it
+    /// sees it, and none of its calls goes to a later incarnation.
+    ended: OnceLock<Ended>,
 }
 
-/// One registered provider of a session: not started yet, started, or failed.
-pub(crate) struct Slot {
-    pub(crate) entry: ProviderEntry,
-    started: tokio::sync::OnceCell<Result<Arc<Ready>, UnavailableReason>>,
-    /// Why it failed, short and in full; set once.
-    failed: Mutex<Option<(UnavailableReason, String)>>,
+/// Why an incarnation of a provider is no longer usable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ended {
+    /// It failed.
+    Failed(UnavailableReason),
+    /// The session was closed.
+    Closed,
 }
 
-/// How a started provider is doing, for the deployment's operator.
+impl Ready {
+    /// How it ended, if it has.
+    pub(crate) fn ended(&self) -> Option<Ended> {
+        self.ended.get().copied()
+    }
+}
+
+/// What a turn makes of a slot when it begins.
+pub(crate) enum View {
+    /// Ready, with its tools.
+    Ready(Arc<Ready>),
+    /// Unavailable to the turn, with the category it is told.
+    Unavailable(UnavailableReason),
+    /// The session is closed.
+    Closed,
+}
+
+/// How a provider is doing, for the deployment's operator.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ProviderState {
@@ -45,7 +95,12 @@ pub enum ProviderState {
         /// How many usable tools it has.
         tools: usize,
     },
-    /// Left out of the session.
+    /// Being started, in the background.
+    Starting {
+        /// How long it has been starting.
+        since: Duration,
+    },
+    /// Left out for now (it may be started again: see [`MAX_RESTARTS`]).
     Unavailable {
         /// The short category a turn is told.
         reason: UnavailableReason,
@@ -53,124 +108,340 @@ pub enum ProviderState {
         /// the operator only, never for a turn.
         message: String,
     },
+    /// Stopped because the session was closed.
+    Stopped,
+}
+
+#[derive(Debug)]
+enum Phase {
+    /// Never started.
+    Idle,
+    /// A start runs in the background.
+    Starting {
+        since: Instant,
+        /// When the kind's `connect` returned, once it has.
+        connected: Option<Instant>,
+        task: Option<AbortHandle>,
+    },
+    Ready(Arc<Ready>),
+    Failed(Failure),
+    Closed,
+}
+
+#[derive(Debug, Clone)]
+struct Failure {
+    reason: UnavailableReason,
+    message: String,
+    /// The number of the session's turn when it failed.
+    at_turn: u64,
+}
+
+impl Failure {
+    /// Whether starting again could help: a crash or a timeout may not
+    /// repeat, while a start or protocol failure would repeat identically.
+    fn retryable(&self) -> bool {
+        matches!(
+            self.reason,
+            UnavailableReason::Crashed | UnavailableReason::TimedOut
+        )
+    }
+}
+
+#[derive(Debug)]
+struct State {
+    phase: Phase,
+    /// Restarts so far.
+    restarts: u32,
+    /// A turn was told the provider is unavailable (or starting) since it
+    /// was last ready, so its readiness is news.
+    missed: bool,
+    /// The notices said so far: unavailable, and available again.
+    said_unavailable: bool,
+    said_back: bool,
+}
+
+/// One registered provider of a session.
+pub(crate) struct Slot {
+    pub(crate) entry: ProviderEntry,
+    state: Mutex<State>,
+    /// Bumped on every change: turns waiting for a start watch it.
+    changed: watch::Sender<u64>,
 }
 
 impl Slot {
     pub(crate) fn new(entry: ProviderEntry) -> Self {
         Self {
             entry,
-            started: tokio::sync::OnceCell::new(),
-            failed: Mutex::new(None),
+            state: Mutex::new(State {
+                phase: Phase::Idle,
+                restarts: 0,
+                missed: false,
+                said_unavailable: false,
+                said_back: false,
+            }),
+            changed: watch::channel(0).0,
         }
     }
 
-    /// Why the provider is unavailable, if it is.
-    pub(crate) fn unavailable(&self) -> Option<UnavailableReason> {
-        if let Some((reason, _)) = &*lock(&self.failed) {
-            return Some(*reason);
-        }
-        self.started.get()?.as_ref().err().copied()
+    fn bump(&self) {
+        self.changed.send_modify(|n| *n += 1);
     }
 
-    /// The provider and its tools when it is ready, why not when it failed,
-    /// `None` when it has not been started.
-    pub(crate) fn state(&self) -> Option<Result<Arc<Ready>, UnavailableReason>> {
-        match self.unavailable() {
-            Some(reason) => Some(Err(reason)),
-            None => self.started.get().cloned(),
-        }
-    }
-
-    /// The state the operator sees, with the full reason of a failure.
-    pub(crate) fn operator_state(&self) -> Option<ProviderState> {
-        if let Some((reason, message)) = &*lock(&self.failed) {
-            return Some(ProviderState::Unavailable {
-                reason: *reason,
-                message: message.clone(),
-            });
-        }
-        let ready = self.started.get()?.as_ref().ok()?;
-        Some(ProviderState::Ready {
-            started_in: ready.started_in,
-            tools: ready.tools.len(),
-        })
-    }
-
-    /// The started provider, whether or not it failed since.
-    pub(crate) fn provider(&self) -> Option<Arc<dyn Provider>> {
-        match self.started.get() {
-            Some(Ok(ready)) => Some(Arc::clone(&ready.provider)),
-            _ => None,
-        }
-    }
-
-    /// Starts the provider unless it was started (or tried) before.
-    pub(crate) async fn ensure_started(&self, inner: &Inner) {
-        self.started
-            .get_or_init(|| async {
-                match start(inner, &self.entry).await {
-                    Ok(ready) => Ok(Arc::new(ready)),
-                    Err(e) => {
-                        let reason = e
-                            .unavailable_reason()
-                            .unwrap_or(UnavailableReason::DidNotStart);
-                        self.fail(inner, reason, &e);
-                        Err(reason)
-                    }
+    /// Gets the provider going for turn `turn` of the session: starts it if
+    /// it never was, starts it again if it crashed or timed out and its
+    /// pause is over, and fails it when a ready provider says it has failed
+    /// since (its process exited between turns).
+    pub(crate) fn prepare(self: &Arc<Self>, inner: &Arc<Inner>, turn: u64) {
+        let dead = {
+            let mut state = lock(&self.state);
+            let restarts = state.restarts;
+            match &state.phase {
+                Phase::Idle => {
+                    self.spawn_start(inner, &mut state);
+                    None
                 }
-            })
-            .await;
+                Phase::Failed(f)
+                    if f.retryable()
+                        && restarts < MAX_RESTARTS
+                        && turn >= f.at_turn + pause_turns(restarts + 1) =>
+                {
+                    inner.audit.emit(AuditEvent::ProviderRestarted {
+                        provider: self.entry.id.clone(),
+                        attempt: restarts + 1,
+                        previous: f.message.clone(),
+                    });
+                    state.restarts += 1;
+                    self.spawn_start(inner, &mut state);
+                    None
+                }
+                Phase::Ready(ready) => ready.provider.failure().map(|e| (Arc::clone(ready), e)),
+                _ => None,
+            }
+        };
+        if let Some((ready, error)) = dead {
+            let reason = error
+                .unavailable_reason()
+                .unwrap_or(UnavailableReason::Crashed);
+            self.fail(inner, &ready, reason, &error, turn);
+        }
     }
 
-    /// Records the provider's failure once (audit record and one notice)
-    /// and releases a provider that had started.
-    pub(crate) fn fail(&self, inner: &Inner, reason: UnavailableReason, error: &Error) {
-        {
-            let mut failed = lock(&self.failed);
-            if failed.is_some() {
-                return;
-            }
-            *failed = Some((reason, error.to_string()));
+    fn spawn_start(self: &Arc<Self>, inner: &Arc<Inner>, state: &mut State) {
+        let (slot, session) = (Arc::clone(self), Arc::clone(inner));
+        let task = tokio::spawn(async move {
+            let budget = start_budget(slot.entry.timeout);
+            let outcome = tokio::time::timeout(budget, start(&session, &slot))
+                .await
+                .unwrap_or_else(|_| {
+                    Err(Error::Timeout {
+                        provider: slot.entry.id.clone(),
+                        after: budget,
+                        stderr: String::new(),
+                    })
+                });
+            slot.finish_start(&session, outcome);
+        });
+        state.phase = Phase::Starting {
+            since: Instant::now(),
+            connected: None,
+            task: Some(task.abort_handle()),
+        };
+        self.bump();
+    }
+
+    /// Notes that the kind's `connect` returned: the listing's wait begins.
+    fn connected(&self) {
+        if let Phase::Starting { connected, .. } = &mut lock(&self.state).phase {
+            *connected = Some(Instant::now());
         }
+        self.bump();
+    }
+
+    fn finish_start(&self, inner: &Inner, outcome: Result<Ready, Error>) {
+        let mut state = lock(&self.state);
+        if !matches!(state.phase, Phase::Starting { .. }) {
+            // Closed while it started: what started is stopped.
+            drop(state);
+            if let Ok(ready) = outcome {
+                stop(inner, &self.entry.id, ready.provider);
+            }
+            return;
+        }
+        match outcome {
+            Ok(ready) => {
+                state.phase = Phase::Ready(Arc::new(ready));
+                if std::mem::take(&mut state.missed) && !state.said_back {
+                    state.said_back = true;
+                    inner.notice(messages::notice_available(&self.entry.id));
+                }
+            }
+            Err(error) => {
+                let reason = error
+                    .unavailable_reason()
+                    .unwrap_or(UnavailableReason::DidNotStart);
+                let turn = inner.turns_begun();
+                self.record_failure(inner, &mut state, reason, &error, turn);
+            }
+        }
+        drop(state);
+        self.bump();
+    }
+
+    /// Waits for a start in the background as long as a turn begun at
+    /// `begun` waits: the entry's timeout and the grace for the kind's
+    /// `connect`, and as long again for the listing once it connected.
+    pub(crate) async fn wait(&self, begun: Instant) {
+        let patience = self.entry.timeout + TIMEOUT_GRACE;
+        let mut changes = self.changed.subscribe();
+        loop {
+            let deadline = match &lock(&self.state).phase {
+                Phase::Starting { connected, .. } => match connected {
+                    None => begun + patience,
+                    Some(at) => (*at).max(begun) + patience,
+                },
+                _ => return,
+            };
+            match tokio::time::timeout_at(deadline, changes.changed()).await {
+                Ok(Ok(())) => {}
+                // The deadline passed, or the slot is gone.
+                _ => return,
+            }
+        }
+    }
+
+    /// What a turn makes of the slot now; a turn told it is unavailable
+    /// makes its readiness news, and the first such turn gets the session's
+    /// notice.
+    pub(crate) fn view(&self, inner: &Inner) -> View {
+        let mut state = lock(&self.state);
+        let reason = match &state.phase {
+            Phase::Ready(ready) => return View::Ready(Arc::clone(ready)),
+            Phase::Closed => return View::Closed,
+            Phase::Starting { .. } | Phase::Idle => UnavailableReason::Starting,
+            Phase::Failed(f) => f.reason,
+        };
+        state.missed = true;
+        if !state.said_unavailable {
+            state.said_unavailable = true;
+            inner.notice(messages::notice_unavailable(&self.entry.id, reason));
+        }
+        View::Unavailable(reason)
+    }
+
+    /// Records that incarnation `ready` failed during turn `turn`: once,
+    /// with an audit record and (the first time) the session's notice, and
+    /// releases it. A failure of an incarnation that already ended is not
+    /// news.
+    pub(crate) fn fail(
+        &self,
+        inner: &Inner,
+        ready: &Arc<Ready>,
+        reason: UnavailableReason,
+        error: &Error,
+        turn: u64,
+    ) {
+        if ready.ended.set(Ended::Failed(reason)).is_err() {
+            return;
+        }
+        let mut state = lock(&self.state);
+        if matches!(&state.phase, Phase::Ready(current) if Arc::ptr_eq(current, ready)) {
+            self.record_failure(inner, &mut state, reason, error, turn);
+            state.missed = true;
+            if !state.said_unavailable {
+                state.said_unavailable = true;
+                inner.notice(messages::notice_unavailable(&self.entry.id, reason));
+            }
+        }
+        drop(state);
+        self.bump();
+        let provider = Arc::clone(&ready.provider);
+        tokio::spawn(async move {
+            let _ = provider.shutdown().await;
+        });
+    }
+
+    fn record_failure(
+        &self,
+        inner: &Inner,
+        state: &mut State,
+        reason: UnavailableReason,
+        error: &Error,
+        turn: u64,
+    ) {
         inner.audit.emit(AuditEvent::ProviderFailed {
             provider: self.entry.id.clone(),
             reason,
             message: error.to_string(),
         });
-        inner.notice(messages::notice_unavailable(&self.entry.id, reason));
-        if let Some(provider) = self.provider() {
-            tokio::spawn(async move {
-                let _ = provider.shutdown().await;
-            });
-        }
+        state.phase = Phase::Failed(Failure {
+            reason,
+            message: error.to_string(),
+            at_turn: turn,
+        });
+    }
+
+    /// The state the operator sees, with the full reason of a failure;
+    /// `None` when it was never started.
+    pub(crate) fn operator_state(&self) -> Option<ProviderState> {
+        Some(match &lock(&self.state).phase {
+            Phase::Idle => return None,
+            Phase::Starting { since, .. } => ProviderState::Starting {
+                since: since.elapsed(),
+            },
+            Phase::Ready(ready) => ProviderState::Ready {
+                started_in: ready.started_in,
+                tools: ready.tools.len(),
+            },
+            Phase::Failed(f) => ProviderState::Unavailable {
+                reason: f.reason,
+                message: f.message.clone(),
+            },
+            Phase::Closed => ProviderState::Stopped,
+        })
+    }
+
+    /// Closes the slot: a start in the background is abandoned (its kind
+    /// stops what it started), and the ready provider, if any, is returned
+    /// to be shut down.
+    pub(crate) fn close(&self) -> Option<Arc<dyn Provider>> {
+        let mut state = lock(&self.state);
+        let provider = match std::mem::replace(&mut state.phase, Phase::Closed) {
+            Phase::Starting { task, .. } => {
+                if let Some(task) = task {
+                    task.abort();
+                }
+                None
+            }
+            Phase::Ready(ready) => {
+                let _ = ready.ended.set(Ended::Closed);
+                Some(Arc::clone(&ready.provider))
+            }
+            Phase::Idle | Phase::Failed(_) | Phase::Closed => None,
+        };
+        drop(state);
+        self.bump();
+        provider
     }
 }
 
-/// Connects `entry`'s provider and lists its tools, each under the entry's
-/// timeout and the grace, and admits its usable tools.
-async fn start(inner: &Inner, entry: &ProviderEntry) -> Result<Ready, Error> {
+/// Connects `slot`'s provider, lists its tools and admits the usable ones.
+/// Each request is bounded by the provider itself; the whole start by its
+/// caller's budget.
+async fn start(inner: &Inner, slot: &Slot) -> Result<Ready, Error> {
+    let entry = &slot.entry;
     let began = Instant::now();
-    let timed_out = || Error::Timeout {
-        provider: entry.id.clone(),
-        after: entry.timeout,
-        stderr: String::new(),
+    let provider = inner
+        .connector
+        .connect(entry, inner.registry.base_dir())
+        .await?;
+    slot.connected();
+    let listed = match provider.list_tools().await {
+        Ok(list) => list,
+        Err(e) => {
+            let _ = provider.shutdown().await;
+            return Err(e);
+        }
     };
-    let connect = inner.connector.connect(entry, inner.registry.base_dir());
-    let provider = tokio::time::timeout(entry.timeout + TIMEOUT_GRACE, connect)
-        .await
-        .map_err(|_| timed_out())??;
-    let listed =
-        match tokio::time::timeout(entry.timeout + TIMEOUT_GRACE, provider.list_tools()).await {
-            Ok(Ok(list)) => list,
-            Ok(Err(e)) => {
-                let _ = provider.shutdown().await;
-                return Err(e);
-            }
-            Err(_) => {
-                let _ = provider.shutdown().await;
-                return Err(timed_out());
-            }
-        };
     let admission = admit(entry, listed);
     for rejected in &admission.rejected {
         inner.audit.emit(AuditEvent::ToolRejected {
@@ -189,7 +460,20 @@ async fn start(inner: &Inner, entry: &ProviderEntry) -> Result<Ready, Error> {
         provider,
         tools: admission.tools,
         started_in: began.elapsed(),
+        ended: OnceLock::new(),
     })
+}
+
+/// Shuts `provider` down in the background, recording the stop.
+fn stop(inner: &Inner, id: &str, provider: Arc<dyn Provider>) {
+    let (audit, id) = (inner.audit.clone(), id.to_owned());
+    tokio::spawn(async move {
+        let error = provider.shutdown().await.err().map(|e| e.to_string());
+        audit.emit(AuditEvent::ProviderStopped {
+            provider: id,
+            error,
+        });
+    });
 }
 
 /// `d` in whole milliseconds, for audit records.

@@ -3,10 +3,14 @@
 //! The capability must be one the turn admits (and, in index mode, one it
 //! has described); its arguments must fit the tool's schema; a WRITE runs
 //! only when the provider's write policy and the session's permission mode
-//! both allow it. The call then goes to the provider under its timeout and
-//! [`TIMEOUT_GRACE`], whatever the provider does itself; its result comes
-//! back framed as external content, and every call is audited.
+//! both allow it (an approval is recorded when it is given). The call then
+//! goes to the provider under its timeout and [`TIMEOUT_GRACE`], whatever
+//! the provider does itself; its result comes back framed as external
+//! content. Every call that was sent is audited, also when the answer's
+//! future is dropped before it came (outcome `cancelled`).
 
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use serde_json::{Map, Value};
@@ -20,7 +24,7 @@ use crate::messages;
 use crate::permission::WriteRequest;
 use crate::registry::WritePolicy;
 use crate::session::TIMEOUT_GRACE;
-use crate::session::slot::{Slot, millis};
+use crate::session::slot::{Ready, Slot, millis};
 use crate::{CallRequest, Error, Provider, UnavailableReason};
 
 /// The most bytes of a call's arguments the audit trail keeps.
@@ -39,14 +43,11 @@ impl Turn {
                 return self.unavailable(line, id, provider, reason);
             }
             Resolved::NotOffered => return self.not_offered(line, id),
+            Resolved::Closed => return self.refuse(Some(id), line, messages::SESSION_CLOSED),
         };
-        let (slot, ready, tool) = (&*admitted.slot, &*admitted.ready, admitted.tool());
+        let (slot, ready, tool) = (&*admitted.slot, &admitted.ready, admitted.tool());
         let cap = &tool.shown.id;
-        if self.shown.exposure == Exposure::Index
-            && !admitted
-                .described
-                .load(std::sync::atomic::Ordering::Relaxed)
-        {
+        if self.shown.exposure == Exposure::Index && !admitted.described.load(Ordering::Relaxed) {
             return self.refuse(Some(id), line, &messages::describe_first(cap));
         }
         let arguments = Value::Object(arguments);
@@ -66,7 +67,18 @@ impl Turn {
                 return self.refuse(Some(id), line, &reason);
             }
         }
-        let began = Instant::now();
+        if self.session.is_closed() {
+            return self.refuse(Some(id), line, messages::SESSION_CLOSED);
+        }
+        // From here the call is sent: it is audited whatever happens to
+        // this future.
+        let mut sent = Sent {
+            turn: self,
+            capability: cap,
+            class: tool.shown.class,
+            arguments: Some(args_text),
+            began: Instant::now(),
+        };
         let provider: &dyn Provider = &*ready.provider;
         let call = provider.call_tool(CallRequest::new(tool.name.clone(), arguments));
         let outcome = tokio::time::timeout(slot.entry.timeout + TIMEOUT_GRACE, call)
@@ -78,8 +90,22 @@ impl Turn {
                     stderr: String::new(),
                 })
             });
-        let provider = &slot.entry.id;
-        let (label, answer) = match outcome {
+        let (label, answer) = self.outcome(slot, ready, id, tool, outcome);
+        sent.done(label);
+        answer
+    }
+
+    /// The answer to a call that came back, and how it is audited.
+    fn outcome(
+        &self,
+        slot: &Slot,
+        ready: &Arc<Ready>,
+        id: &CapabilityId,
+        tool: &crate::admission::Tool,
+        outcome: Result<crate::CallResult, Error>,
+    ) -> (Outcome, Answer) {
+        let (provider, cap) = (&slot.entry.id, &tool.shown.id);
+        match outcome {
             Ok(result) => {
                 let label = if result.is_error {
                     Outcome::ToolError
@@ -105,11 +131,16 @@ impl Turn {
                 };
                 (Outcome::Rejected, answer)
             }
+            // The provider was shut down by the session's close, not failed.
+            Err(_) if self.session.is_closed() => (
+                Outcome::Closed,
+                Answer::new(AnswerStatus::Refused, messages::SESSION_CLOSED),
+            ),
             Err(e) => {
                 let reason = e
                     .unavailable_reason()
                     .unwrap_or(UnavailableReason::ProtocolError);
-                slot.fail(&self.session, reason, &e);
+                slot.fail(&self.session, ready, reason, &e, self.number);
                 (
                     Outcome::Unavailable,
                     Answer::new(
@@ -118,18 +149,11 @@ impl Turn {
                     ),
                 )
             }
-        };
-        self.audit.emit(AuditEvent::CapabilityInvoked {
-            capability: cap.clone(),
-            class: tool.shown.class,
-            arguments: args_text,
-            outcome: label,
-            duration_ms: millis(began.elapsed()),
-        });
-        answer
+        }
     }
 
-    /// Why a WRITE may not run, or `None` when it may.
+    /// Why a WRITE may not run, or `None` when it may; an approval by the
+    /// session's permission mode is recorded as soon as it is given.
     async fn write_refusal(&self, slot: &Slot, cap: &str, arguments: &str) -> Option<String> {
         let provider = &slot.entry.id;
         let policy = slot.entry.write;
@@ -142,10 +166,48 @@ impl Turn {
         };
         let mode = &self.session.options.permission;
         if mode.allow_write(policy, &request).await {
+            self.audit.emit(AuditEvent::WriteApproved {
+                capability: cap.to_owned(),
+                arguments: request.arguments,
+                mode: mode.name().to_owned(),
+            });
             None
         } else {
             Some(messages::write_refused_by_mode(cap, mode.name()))
         }
+    }
+}
+
+/// A call that was sent: its `capability_invoked` record is written when it
+/// is done, or, when the answer's future is dropped first, on drop with the
+/// outcome `cancelled`.
+struct Sent<'a> {
+    turn: &'a Turn,
+    capability: &'a str,
+    class: Class,
+    /// Taken when the record is written.
+    arguments: Option<String>,
+    began: Instant,
+}
+
+impl Sent<'_> {
+    fn done(&mut self, outcome: Outcome) {
+        let Some(arguments) = self.arguments.take() else {
+            return;
+        };
+        self.turn.audit.emit(AuditEvent::CapabilityInvoked {
+            capability: self.capability.to_owned(),
+            class: self.class,
+            arguments,
+            outcome,
+            duration_ms: millis(self.began.elapsed()),
+        });
+    }
+}
+
+impl Drop for Sent<'_> {
+    fn drop(&mut self) {
+        self.done(Outcome::Cancelled);
     }
 }
 

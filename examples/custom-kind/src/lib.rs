@@ -116,6 +116,11 @@ impl Provider for Calculator {
         })
     }
 
+    /// In-process: nothing of its own can fail between calls.
+    fn failure(&self) -> Option<Error> {
+        None
+    }
+
     async fn shutdown(&self) -> Result<(), Error> {
         Ok(())
     }

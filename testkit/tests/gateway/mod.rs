@@ -139,7 +139,7 @@ impl Bench {
 /// invoking `tool` of it answers "unavailable" naming it.
 pub async fn assert_unavailable(turn: &Turn, tool: &str, category: &str) {
     let line = format!(
-        "Provider `hostile` is unavailable ({category}): none of its capabilities can be called in this session."
+        "Provider `hostile` is unavailable ({category}): none of its capabilities can be called in this turn."
     );
     assert!(turn.shown().text.contains(&line), "{}", turn.shown().text);
     assert!(
@@ -154,7 +154,7 @@ pub async fn assert_unavailable(turn: &Turn, tool: &str, category: &str) {
     assert_eq!(
         a.text,
         format!(
-            "`hostile/{tool}` is unavailable: provider `hostile` is unavailable ({category}) and none of its capabilities can be called in this session."
+            "`hostile/{tool}` is unavailable: provider `hostile` is unavailable ({category}) and none of its capabilities can be called in this turn."
         )
     );
 }
