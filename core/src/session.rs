@@ -236,7 +236,7 @@ impl Session {
             if slot.operator_state().is_none() {
                 started += 1;
             }
-            slot.prepare(&self.inner, turn);
+            slot.prepare(&self.inner, turn, &self.inner.audit);
         }
         started
     }

@@ -190,7 +190,7 @@ impl Turn {
             .filter_map(|id| inner.slot(id))
             .collect();
         for slot in &slots {
-            slot.prepare(inner, number);
+            slot.prepare(inner, number, &turn.audit);
         }
         let begun = Instant::now();
         futures::future::join_all(slots.iter().map(|s| s.wait(begun))).await;

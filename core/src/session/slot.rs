@@ -20,7 +20,7 @@ use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
 use crate::admission::{Tool, admit};
-use crate::audit::AuditEvent;
+use crate::audit::{Audit, AuditEvent};
 use crate::framing::one_line;
 use crate::messages;
 use crate::registry::ProviderEntry;
@@ -187,11 +187,12 @@ impl Slot {
         self.changed.send_modify(|n| *n += 1);
     }
 
-    /// Gets the provider going for turn `turn` of the session: starts it if
+    /// Gets the provider going for turn `turn` of the session (whose
+    /// records go to `audit`): starts it if
     /// it never was, starts it again if it crashed or timed out and its
     /// pause is over, and fails it when a ready provider says it has failed
     /// since (its process exited between turns).
-    pub(crate) fn prepare(self: &Arc<Self>, inner: &Arc<Inner>, turn: u64) {
+    pub(crate) fn prepare(self: &Arc<Self>, inner: &Arc<Inner>, turn: u64, audit: &Audit) {
         let dead = {
             let mut state = lock(&self.state);
             let restarts = state.restarts;
@@ -205,7 +206,7 @@ impl Slot {
                         && restarts < MAX_RESTARTS
                         && turn >= f.at_turn + pause_turns(restarts + 1) =>
                 {
-                    inner.audit.emit(AuditEvent::ProviderRestarted {
+                    audit.emit(AuditEvent::ProviderRestarted {
                         provider: self.entry.id.clone(),
                         attempt: restarts + 1,
                         previous: f.message.clone(),

@@ -35,6 +35,13 @@ const USAGE: &str = "usage: spear-fixture-server [flags]
                         them in reverse order
   --log FILE            append every line received to FILE
   --pid-file FILE       write the fixture's pid to FILE at start
+  --starts FILE         count this start in FILE (one line a start), so that
+                        the flags below can tell the starts apart
+  --exit-on-start K     exit at start (code 3) when this is the Kth start
+  --crash-on-start K    on the Kth start, exit on the first tools/call
+  --crash-from-start K  from the Kth start on, exit on the first tools/call
+  --start-delay MS      wait MS milliseconds before answering initialize
+  --page-delay MS       wait MS milliseconds before each tools/list page
 
 tools: echo {text}, fail, reject, mixed, env, sleep {ms}, hang, crash, stray";
 
@@ -56,12 +63,17 @@ struct Opts {
     notify_after_init: bool,
     gather: usize,
     log: Option<File>,
+    /// Exit on the first tools/call (set by --crash-on-start).
+    crash_on_call: bool,
+    start_delay: Duration,
+    page_delay: Duration,
 }
 
 fn parse() -> Opts {
     let mut o = Opts::default();
     let mut args = std::env::args().skip(1);
     let mut exit_code = None;
+    let (mut starts, mut exit_on, mut crash_on, mut crash_from) = (None, None, None, None);
     while let Some(flag) = args.next() {
         let mut value = || {
             args.next()
@@ -95,6 +107,12 @@ fn parse() -> Opts {
                         .unwrap_or_else(|e| die(&format!("cannot open {path}: {e}"))),
                 );
             }
+            "--starts" => starts = Some(value()),
+            "--exit-on-start" => exit_on = Some(number(value())),
+            "--crash-on-start" => crash_on = Some(number(value())),
+            "--crash-from-start" => crash_from = Some(number(value())),
+            "--start-delay" => o.start_delay = Duration::from_millis(number(value()) as u64),
+            "--page-delay" => o.page_delay = Duration::from_millis(number(value()) as u64),
             "--pid-file" => {
                 let path = value();
                 std::fs::write(&path, std::process::id().to_string())
@@ -111,7 +129,30 @@ fn parse() -> Opts {
         eprintln!("fixture: exiting at start with {code}");
         exit(code);
     }
+    if let Some(path) = starts {
+        let start = count_start(&path);
+        if exit_on == Some(start) {
+            eprintln!("fixture: start {start}: exiting at start");
+            exit(3);
+        }
+        o.crash_on_call = crash_on == Some(start) || crash_from.is_some_and(|k| start >= k);
+    }
     o
+}
+
+/// Appends this start to the file at `path` and returns its number, from 1.
+fn count_start(path: &str) -> usize {
+    let mut file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap_or_else(|e| die(&format!("cannot open {path}: {e}")));
+    let _ = writeln!(file, "{}", std::process::id());
+    drop(file);
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| die(&format!("cannot read {path}: {e}")))
+        .lines()
+        .count()
 }
 
 fn die(message: &str) -> ! {
@@ -262,6 +303,7 @@ impl Server {
     }
 
     fn initialize(&mut self, id: Value) {
+        std::thread::sleep(self.o.start_delay);
         let mut spew = self.o.stderr_bytes;
         let chunk = [b'e'; 64 * 1024];
         let mut err = io::stderr().lock();
@@ -321,6 +363,7 @@ impl Server {
         if let Some(size) = self.o.huge_line {
             return self.huge(id, size);
         }
+        std::thread::sleep(self.o.page_delay);
         let tools = std::mem::take(&mut self.tools);
         let size = self.o.page_size.unwrap_or(tools.len().max(1));
         let start = match params["cursor"].as_str() {
@@ -365,6 +408,10 @@ impl Server {
     }
 
     fn call(&mut self, id: Value, params: Map<String, Value>) {
+        if self.o.crash_on_call {
+            eprintln!("fixture: crashing on the first call of this start");
+            exit(3);
+        }
         let args = params.get("arguments").cloned().unwrap_or(json!({}));
         let replies = if self.o.chatty {
             self.chatter()
