@@ -229,12 +229,21 @@ pub struct CandidateRecord {
 ///
 /// Cheap to clone; [`Audit::for_session`] and [`Audit::for_turn`] derive the
 /// handles a session and a turn use.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Audit {
     sink: Arc<dyn AuditSink>,
     // Shared by every record of the session and turn, not copied into each.
     session: Option<Arc<str>>,
     turn: Option<Arc<str>>,
+}
+
+impl std::fmt::Debug for Audit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Audit")
+            .field("session", &self.session)
+            .field("turn", &self.turn)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Audit {

@@ -58,6 +58,12 @@ pub enum Error {
         "no provider kind is linked into this program: build the kinds with `spear_providers::kinds()` (or `Kinds::new`), or name the kind crates (`use spear_providers as _;`) before `Kinds::linked()`"
     )]
     NoKinds,
+    /// The gateway was used where no tokio runtime runs: providers are
+    /// started, timed and stopped on one (see the crate docs).
+    #[error(
+        "no tokio runtime is running here: SPEAR's capability gateway needs tokio 1 (multi- or current-thread, with IO and time enabled)"
+    )]
+    NoRuntime,
     /// Two linked crates register a provider kind under the same name.
     #[error("provider kind `{name}` is registered more than once")]
     DuplicateKind {
@@ -148,7 +154,8 @@ impl Error {
             Error::Start { .. }
             | Error::UnknownKind { .. }
             | Error::DuplicateKind { .. }
-            | Error::NoKinds => Some(UnavailableReason::DidNotStart),
+            | Error::NoKinds
+            | Error::NoRuntime => Some(UnavailableReason::DidNotStart),
             Error::Timeout { .. } => Some(UnavailableReason::TimedOut),
             Error::Protocol { .. } => Some(UnavailableReason::ProtocolError),
             Error::Crashed { .. } | Error::ShutDown { .. } => Some(UnavailableReason::Crashed),

@@ -39,6 +39,11 @@ pub use session::{ProviderState, Session, SessionOptions};
 pub use tokens::{EstimatedTokens, TokenCounter};
 pub use turn::{Answer, AnswerStatus, Turn};
 
+/// The attribute every implementation of [`Provider`], [`PermissionMode`]
+/// and [`Connector`] needs (their methods are `async`): re-exported so that
+/// an implementation needs no dependency of its own.
+pub use async_trait::async_trait;
+
 // Provider kinds need these at their registration site without naming the
 // crates themselves.
 #[doc(hidden)]

@@ -114,6 +114,9 @@ pub fn notice_available(provider: &str) -> String {
     format!("External capability provider `{provider}` is available now.")
 }
 
+/// What a turn begun where no tokio runtime runs is shown, and answered.
+pub const NO_RUNTIME: &str = "External capabilities are not available to this turn: SPEAR's capability gateway runs on a tokio runtime, and none is running here.";
+
 /// What a turn of a closed session is shown, and answered.
 pub const SESSION_CLOSED: &str =
     "External capabilities are not available: the session that offered them is closed.";

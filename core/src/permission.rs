@@ -31,12 +31,17 @@ pub struct WriteRequest {
 
 /// A session's permission mode, as far as WRITE capabilities go.
 #[async_trait]
-pub trait PermissionMode: fmt::Debug + Send + Sync {
+pub trait PermissionMode: Send + Sync {
     /// The mode's name for messages and the audit trail, e.g. `ask`.
     fn name(&self) -> &str;
 
     /// Whether `request` may run under a provider policy of `confirm` or
-    /// `allow` (never called for `refuse`).
+    /// `allow` (never called for `refuse`). The gateway records an approval
+    /// as soon as this returns `true`.
+    ///
+    /// # Cancel safety
+    /// The future is dropped when the turn's answer is dropped (the turn
+    /// was cancelled): nothing is approved or run then.
     async fn allow_write(&self, policy: WritePolicy, request: &WriteRequest) -> bool;
 }
 

@@ -66,6 +66,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use crate::Error;
 use crate::audit::{Audit, AuditEvent};
 use crate::connector::{Connector, KindConnector};
 use crate::exposure::Limits;
@@ -84,7 +85,7 @@ pub use slot::{MAX_RESTARTS, ProviderState, START_BUDGET_FACTOR, start_budget};
 pub const TIMEOUT_GRACE: Duration = Duration::from_secs(1);
 
 /// How a session is set up.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct SessionOptions {
     /// The session's id, in every audit record.
@@ -100,6 +101,17 @@ pub struct SessionOptions {
     pub limits: Limits,
     /// How tokens are counted.
     pub tokens: Arc<dyn TokenCounter>,
+}
+
+impl std::fmt::Debug for SessionOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionOptions")
+            .field("id", &self.id)
+            .field("permission", &self.permission.name())
+            .field("connector", &self.connector)
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
 }
 
 impl SessionOptions {
@@ -220,15 +232,16 @@ impl Session {
     /// begun later finds them ready or still starting. Selection is not
     /// audited here; the turn's own is.
     ///
-    /// # Panics
-    /// Outside a tokio runtime, as every start does (see the crate docs).
-    pub fn start_providers(&self, context: &TurnContext) -> usize {
+    /// # Errors
+    /// [`Error::NoRuntime`] outside a tokio runtime.
+    pub fn start_providers(&self, context: &TurnContext) -> Result<usize, Error> {
+        tokio::runtime::Handle::try_current().map_err(|_| Error::NoRuntime)?;
         if self.is_closed() {
-            return 0;
+            return Ok(0);
         }
         let selection = select(&self.inner.registry, context, &Audit::null());
         if !selection.gateway || !selection.class_served {
-            return 0;
+            return Ok(0);
         }
         let turn = self.inner.turns_begun();
         let mut started = 0;
@@ -238,7 +251,7 @@ impl Session {
             }
             slot.prepare(&self.inner, turn, &self.inner.audit);
         }
-        started
+        Ok(started)
     }
 
     /// Whether the session was closed (by this handle or any clone).
@@ -281,6 +294,18 @@ impl Session {
             .values()
             .filter_map(|s| Some((s.entry.id.clone(), s.close()?)))
             .collect();
+        if tokio::runtime::Handle::try_current().is_err() {
+            // Nothing can be awaited here: dropping the providers ends them
+            // (each kind ends its processes when its provider is dropped).
+            for (id, provider) in started {
+                drop(provider);
+                self.inner.audit.emit(AuditEvent::ProviderStopped {
+                    provider: id,
+                    error: Some(Error::NoRuntime.to_string()),
+                });
+            }
+            return;
+        }
         let audit = &self.inner.audit;
         futures::future::join_all(started.into_iter().map(|(id, p)| async move {
             let error = p.shutdown().await.err().map(|e| e.to_string());

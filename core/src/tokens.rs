@@ -9,10 +9,8 @@
 //! measured against OpenAI's o200k tokenizer over the tools of six real MCP
 //! servers in `core/tests/tokens.rs`.
 
-use std::fmt::Debug;
-
 /// Counts the tokens of a text.
-pub trait TokenCounter: Debug + Send + Sync {
+pub trait TokenCounter: Send + Sync {
     /// How many tokens `text` is, as the model will see it.
     fn count(&self, text: &str) -> usize;
 }

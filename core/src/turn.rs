@@ -21,7 +21,6 @@ use tokio::time::Instant;
 
 use serde_json::Value;
 
-use crate::UnavailableReason;
 use crate::admission::Tool;
 use crate::audit::{Audit, AuditEvent};
 use crate::command::{CapabilityId, Command, Recognized, Refusal, recognize};
@@ -32,6 +31,7 @@ use crate::names::named;
 use crate::selection::{TurnContext, select};
 use crate::session::Inner;
 use crate::session::slot::{Ended, Ready, Slot, View};
+use crate::{Error, UnavailableReason};
 
 /// The most characters of a command line the audit trail keeps.
 pub const MAX_AUDIT_COMMAND_CHARS: usize = 1024;
@@ -77,6 +77,7 @@ enum TurnMode {
     NoGateway,
     NotServed,
     Closed,
+    NoRuntime,
 }
 
 /// One turn: what it is shown, and the answers to its commands.
@@ -168,6 +169,14 @@ impl Turn {
             });
             turn.mode = TurnMode::Closed;
             turn.shown.text = messages::SESSION_CLOSED.to_owned();
+            return turn;
+        }
+        if tokio::runtime::Handle::try_current().is_err() {
+            turn.audit.emit(AuditEvent::GatewayAbsent {
+                reason: Error::NoRuntime.to_string(),
+            });
+            turn.mode = TurnMode::NoRuntime;
+            turn.shown.text = messages::NO_RUNTIME.to_owned();
             return turn;
         }
         let selection = select(&turn.session.registry, context, &turn.audit);
@@ -299,7 +308,11 @@ impl Turn {
     /// Several commands of one turn may be answered at once.
     ///
     /// # Cancel safety
-    /// Dropping the future abandons the call; the provider stays usable.
+    /// Dropping the future abandons the command. A WRITE already approved
+    /// stays recorded (`write_approved`); a call already sent is not
+    /// recalled (the provider is told it is cancelled, and may have done
+    /// it) and is recorded as `capability_invoked` with the outcome
+    /// `cancelled`; the provider stays usable.
     pub async fn answer(&self, command_line: &str) -> Option<Answer> {
         match recognize(command_line) {
             Recognized::NotOurs => None,
@@ -330,8 +343,12 @@ impl Turn {
             TurnMode::NoGateway => return self.refuse(None, line, messages::NO_GATEWAY),
             TurnMode::NotServed => return self.refuse(None, line, messages::NOT_SERVED),
             TurnMode::Closed => return self.refuse(None, line, messages::SESSION_CLOSED),
+            TurnMode::NoRuntime => return self.refuse(None, line, messages::NO_RUNTIME),
             TurnMode::Gateway if self.session.is_closed() => {
                 return self.refuse(None, line, messages::SESSION_CLOSED);
+            }
+            TurnMode::Gateway if tokio::runtime::Handle::try_current().is_err() => {
+                return self.refuse(None, line, messages::NO_RUNTIME);
             }
             TurnMode::Gateway => {}
         }

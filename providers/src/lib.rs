@@ -38,3 +38,8 @@ pub fn kinds() -> Result<Kinds, Error> {
 pub fn registry(path: &Path, audit: &Audit) -> Result<Registry, Error> {
     Registry::load(path, &kinds()?, audit)
 }
+
+/// The README's embedding program, compiled as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;

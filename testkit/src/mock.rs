@@ -262,6 +262,12 @@ impl Provider for MockProvider {
             (latency, outcome)
         };
         tokio::time::sleep(latency).await;
+        // Shut down while the call waited: a stopped server answers nothing.
+        if self.lock().down {
+            return Err(Error::ShutDown {
+                provider: self.id.clone(),
+            });
+        }
         outcome
     }
 

@@ -10,7 +10,7 @@ use super::AuditRecord;
 
 /// Where audit records go. Implementations must not block for long: they are
 /// called on the turn's path.
-pub trait AuditSink: fmt::Debug + Send + Sync {
+pub trait AuditSink: Send + Sync {
     /// Takes one record.
     fn record(&self, record: AuditRecord);
 }

@@ -12,7 +12,8 @@ use crate::provider::{CallResult, Content, ResourceBody};
 ///
 /// Structured content is read once: MCP 2025-06-18 asks a tool that returns
 /// it to send it serialised in a text block too, so when a text block is
-/// JSON equal to it ([`repeats`]) only the text is shown; when they differ,
+/// JSON equal to it (or to the one value of an object that only wraps it)
+/// only the text is shown; when they differ,
 /// both are.
 pub fn result_text(result: &CallResult) -> Cow<'_, str> {
     let structured = result

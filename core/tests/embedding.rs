@@ -1,0 +1,246 @@
+//! What an embedding runtime does every day, through the public API:
+//! cancel a turn's answer, close a session shared by clones, run without a
+//! tokio runtime by mistake, write its own permission mode and audit sink,
+//! and start providers before the first turn.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::{Bench, implementation};
+use futures::future::BoxFuture;
+use serde_json::json;
+use spear_capabilities::{
+    AnswerStatus, Ask, AuditRecord, AuditSink, Auto, Error, PermissionMode, ProviderState,
+    WritePolicy, WriteRequest, async_trait,
+};
+use spear_testkit::{MockHandle, ours};
+
+const WRITE: &str = r#"spear-capability invoke notes/add_note '{"text": "hi"}'"#;
+
+/// A session bench with the mock `notes` (a READ and a slow WRITE), and
+/// the mock's handle.
+fn bench() -> (Bench, MockHandle) {
+    let b = Bench::new(json!([
+        {"id": "notes", "scope": "global", "read": ["get_note"], "write": "confirm"}
+    ]));
+    let notes = b.provider("notes");
+    notes
+        .add_simple_tool("get_note", "Read one note.", &["id"])
+        .add_simple_tool("add_note", "Create a note.", &["text"])
+        .tool_latency("add_note", Duration::from_secs(1));
+    (b, notes)
+}
+
+/// A person who answers after `after`, `yes`.
+fn person(after: Duration, yes: bool) -> Ask {
+    Ask::new(move |_| -> BoxFuture<'static, bool> {
+        Box::pin(async move {
+            tokio::time::sleep(after).await;
+            yes
+        })
+    })
+}
+
+/// Drops the answer to `line` after `after`.
+async fn drop_after(turn: &spear_capabilities::Turn, line: &str, after: Duration) {
+    let dropped = tokio::time::timeout(after, turn.answer(line)).await;
+    assert!(dropped.is_err(), "answered before it was dropped");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_dropped_answer_is_recorded_at_every_point_it_can_be_dropped() {
+    // Before the person answers: nothing was approved, nothing sent.
+    let (b, notes) = bench();
+    let s = b.session(Arc::new(person(Duration::from_secs(60), true)));
+    let t = s.begin_turn(implementation()).await;
+    drop_after(&t, WRITE, Duration::from_secs(1)).await;
+    assert!(b.sink.named("write_approved").is_empty());
+    assert!(b.sink.named("capability_invoked").is_empty());
+    assert!(notes.calls().is_empty());
+
+    // After the approval, while the call is in flight: the approval and
+    // the call are recorded, the call as cancelled.
+    let (b, notes) = bench();
+    let s = b.session(Arc::new(person(Duration::from_millis(100), true)));
+    let t = s.begin_turn(implementation()).await;
+    drop_after(&t, WRITE, Duration::from_millis(300)).await;
+    let approved = b.sink.named("write_approved");
+    assert_eq!(approved.len(), 1);
+    assert_eq!(approved[0]["capability"], "notes/add_note");
+    assert_eq!(approved[0]["mode"], "ask");
+    let invoked = b.sink.named("capability_invoked");
+    assert_eq!(invoked.len(), 1);
+    assert_eq!(invoked[0]["outcome"], "cancelled");
+    assert_eq!(invoked[0]["arguments"], r#"{"text":"hi"}"#);
+    assert_eq!(notes.calls().len(), 1, "the call reached the provider");
+
+    // A READ in flight: no approval, the call recorded as cancelled; the
+    // provider stays usable.
+    let (b, notes) = bench();
+    notes.tool_latency("get_note", Duration::from_secs(1));
+    let s = b.session(Arc::new(Auto));
+    let t = s.begin_turn(implementation()).await;
+    drop_after(
+        &t,
+        "spear-capability invoke notes/get_note '{}'",
+        Duration::from_millis(10),
+    )
+    .await;
+    assert_eq!(
+        b.sink.named("capability_invoked")[0]["outcome"],
+        "cancelled"
+    );
+    assert!(b.sink.named("provider_failed").is_empty());
+}
+
+#[tokio::test]
+async fn closing_one_clone_closes_the_session_for_every_clone() {
+    let (b, notes) = bench();
+    let first = b.session(Arc::new(Auto));
+    let second = first.clone();
+    let t = first.begin_turn(implementation()).await;
+    assert!(!first.is_closed());
+    second.close().await;
+    assert!(first.is_closed() && second.is_closed());
+    assert_eq!(notes.shutdown_count(), 1);
+    // A turn of before the close: refused, the provider untouched.
+    let a = ours(&t, "spear-capability invoke notes/get_note '{}'").await;
+    assert_eq!(a.status, AnswerStatus::Refused);
+    assert_eq!(
+        a.text,
+        "External capabilities are not available: the session that offered them is closed."
+    );
+    assert!(notes.calls().is_empty());
+    // A turn of after: offered nothing, told why.
+    let later = first.begin_turn(implementation()).await;
+    assert!(later.shown().capabilities.is_empty());
+    assert_eq!(later.shown().text, a.text);
+    assert_eq!(ours(&later, "spear-capability list").await.text, a.text);
+    // A stop, never a failure; closing again is harmless.
+    first.close().await;
+    assert_eq!(b.sink.named("provider_stopped").len(), 1);
+    assert!(b.sink.named("provider_failed").is_empty());
+    assert_eq!(
+        b.sink.named("gateway_absent")[0]["reason"],
+        "session closed"
+    );
+    assert!(matches!(
+        first.provider_states()[0].1,
+        ProviderState::Stopped
+    ));
+}
+
+#[tokio::test]
+async fn a_call_in_flight_when_the_session_closes_is_recorded_as_closed_not_failed() {
+    let (b, notes) = bench();
+    notes.tool_latency("get_note", Duration::from_millis(300));
+    let s = b.session(Arc::new(Auto));
+    let t = s.begin_turn(implementation()).await;
+    let (answer, ()) = tokio::join!(
+        ours(&t, "spear-capability invoke notes/get_note '{}'"),
+        async {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            s.close().await;
+        }
+    );
+    assert_eq!(answer.status, AnswerStatus::Refused, "{}", answer.text);
+    assert_eq!(b.sink.named("capability_invoked")[0]["outcome"], "closed");
+    assert!(b.sink.named("provider_failed").is_empty());
+}
+
+#[test]
+fn without_a_tokio_runtime_a_turn_is_told_why_and_nothing_panics() {
+    let (b, _) = bench();
+    let s = b.session(Arc::new(Auto));
+    let t = futures::executor::block_on(s.begin_turn(implementation()));
+    assert_eq!(
+        t.shown().text,
+        "External capabilities are not available to this turn: SPEAR's capability gateway runs on a tokio runtime, and none is running here."
+    );
+    let a = futures::executor::block_on(ours(&t, "spear-capability list"));
+    assert_eq!(a.status, AnswerStatus::Refused);
+    assert_eq!(a.text, t.shown().text);
+    assert!(matches!(
+        s.start_providers(&implementation()),
+        Err(Error::NoRuntime)
+    ));
+    assert!(b.connector.connects().is_empty());
+    futures::executor::block_on(s.close());
+    assert!(s.is_closed());
+}
+
+#[tokio::test]
+async fn providers_can_be_started_before_the_first_turn() {
+    let (b, _) = bench();
+    let s = b.session(Arc::new(Auto));
+    assert_eq!(s.start_providers(&implementation()).expect("a runtime"), 1);
+    assert_eq!(s.start_providers(&implementation()).expect("a runtime"), 0);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(matches!(
+        s.provider_states()[0].1,
+        ProviderState::Ready { .. }
+    ));
+    let t = s.begin_turn(implementation()).await;
+    assert!(t.shown().text.contains("notes/get_note (READ)"));
+    assert_eq!(b.connector.connects(), ["notes"], "started once");
+}
+
+/// A permission mode holding a closure, with no `Debug`, written with the
+/// re-exported `async_trait`.
+struct Tally {
+    seen: Arc<Mutex<Vec<String>>>,
+    decide: Box<dyn Fn(&WriteRequest) -> bool + Send + Sync>,
+}
+
+#[async_trait]
+impl PermissionMode for Tally {
+    fn name(&self) -> &str {
+        "tally"
+    }
+    async fn allow_write(&self, _: WritePolicy, request: &WriteRequest) -> bool {
+        self.seen
+            .lock()
+            .expect("lock")
+            .push(request.capability.clone());
+        (self.decide)(request)
+    }
+}
+
+/// An audit sink with no `Debug`: counts records.
+struct Counter(Arc<Mutex<usize>>);
+
+impl AuditSink for Counter {
+    fn record(&self, _: AuditRecord) {
+        *self.0.lock().expect("lock") += 1;
+    }
+}
+
+#[tokio::test]
+async fn an_embedder_writes_its_own_mode_and_sink_with_what_the_crate_exports() {
+    let (b, notes) = bench();
+    notes.tool_latency("add_note", Duration::ZERO);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let count = Arc::new(Mutex::new(0));
+    let mode = Tally {
+        seen: Arc::clone(&seen),
+        decide: Box::new(|r| r.arguments.contains("hi")),
+    };
+    let session = spear_capabilities::Session::open(
+        Arc::clone(&b.registry),
+        spear_capabilities::SessionOptions::new("own", Arc::new(mode))
+            .with_audit(spear_capabilities::Audit::new(Arc::new(Counter(
+                Arc::clone(&count),
+            ))))
+            .with_connector(b.connector.clone()),
+    );
+    let t = session.begin_turn(implementation()).await;
+    assert_eq!(ours(&t, WRITE).await.status, AnswerStatus::Ok);
+    assert_eq!(*seen.lock().expect("lock"), ["notes/add_note"]);
+    assert!(
+        *count.lock().expect("lock") >= 3,
+        "selection, exposure, call"
+    );
+    session.close().await;
+}
