@@ -16,17 +16,69 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::future::BoxFuture;
+use serde_json::{Map, Value};
+
+use crate::framing::{block, json_text, one_line};
+use crate::turn::bounded_json;
 
 use crate::registry::WritePolicy;
 
 /// A WRITE the turn wants to run, as shown to the person asked.
+///
+/// A person approves only what they can see: [`WriteRequest::question`]
+/// names every argument with its value, each value bounded on its own, so
+/// no argument can push another out of sight.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct WriteRequest {
     /// The capability id, `<provider>/<tool>`.
     pub capability: String,
-    /// The arguments as compact JSON (bounded, plain text).
+    /// The arguments as one line of compact JSON, cut at 4 KiB (for logs).
     pub arguments: String,
+    /// Every argument, in order: its name and its value as compact JSON,
+    /// each plain text and cut at [`MAX_SHOWN_VALUE_CHARS`] with a note
+    /// saying how much was left out.
+    pub each: Vec<(String, String)>,
+}
+
+/// How many characters of one argument's value a person is shown.
+pub const MAX_SHOWN_VALUE_CHARS: usize = 300;
+/// How many characters of one argument's name a person is shown.
+pub const MAX_SHOWN_NAME_CHARS: usize = 100;
+
+impl WriteRequest {
+    /// The request for `capability` with `arguments`.
+    pub fn new(capability: impl Into<String>, arguments: &Map<String, Value>) -> Self {
+        // Compact JSON has no raw line break, and no hidden character
+        // survives json_text: `block` only cuts it, saying how much.
+        let each = arguments
+            .iter()
+            .map(|(name, value)| {
+                let value = block(&json_text(value), MAX_SHOWN_VALUE_CHARS).into_owned();
+                (one_line(name, MAX_SHOWN_NAME_CHARS), value)
+            })
+            .collect();
+        Self {
+            capability: capability.into(),
+            arguments: bounded_json(arguments),
+            each,
+        }
+    }
+
+    /// The question a person is asked: the capability, then each argument
+    /// on its own line.
+    pub fn question(&self) -> String {
+        let mut out = format!("Allow the WRITE {}", self.capability);
+        if self.each.is_empty() {
+            out.push_str(" with no arguments?");
+            return out;
+        }
+        out.push_str(" with these arguments?");
+        for (name, value) in &self.each {
+            out.push_str(&format!("\n  {name}: {value}"));
+        }
+        out
+    }
 }
 
 /// A session's permission mode, as far as WRITE capabilities go.

@@ -36,6 +36,7 @@ use crate::{Error, UnavailableReason};
 /// The most characters of a command line the audit trail keeps.
 pub const MAX_AUDIT_COMMAND_CHARS: usize = 1024;
 pub use call::MAX_AUDIT_ARGUMENT_BYTES;
+pub(crate) use call::bounded_json;
 
 named! {
     /// How an answer came out.

@@ -63,11 +63,7 @@ fn ask_on_terminal(req: &WriteRequest) -> bool {
         );
         return false;
     };
-    let _ = write!(
-        tty,
-        "Allow the WRITE {} with {}? [y/N] ",
-        req.capability, req.arguments
-    );
+    let _ = write!(tty, "{} [y/N] ", req.question());
     let mut line = String::new();
     let _ = std::io::BufReader::new(tty).read_line(&mut line);
     matches!(line.trim(), "y" | "Y" | "yes" | "Yes")

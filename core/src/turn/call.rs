@@ -63,7 +63,8 @@ impl Turn {
         };
         let args_text = bounded_json(&arguments);
         if tool.shown.class == Class::Write {
-            if let Some(reason) = self.write_refusal(slot, cap, &args_text).await {
+            let request = WriteRequest::new(cap.as_str(), &arguments);
+            if let Some(reason) = self.write_refusal(slot, request).await {
                 return self.refuse(Some(id), line, &reason);
             }
         }
@@ -154,20 +155,16 @@ impl Turn {
 
     /// Why a WRITE may not run, or `None` when it may; an approval by the
     /// session's permission mode is recorded as soon as it is given.
-    async fn write_refusal(&self, slot: &Slot, cap: &str, arguments: &str) -> Option<String> {
-        let provider = &slot.entry.id;
+    async fn write_refusal(&self, slot: &Slot, request: WriteRequest) -> Option<String> {
+        let (provider, cap) = (&slot.entry.id, &request.capability);
         let policy = slot.entry.write;
         if policy == WritePolicy::Refuse {
             return Some(messages::write_refused_by_policy(cap, provider));
         }
-        let request = WriteRequest {
-            capability: cap.to_owned(),
-            arguments: arguments.to_owned(),
-        };
         let mode = &self.session.options.permission;
         if mode.allow_write(policy, &request).await {
             self.audit.emit(AuditEvent::WriteApproved {
-                capability: cap.to_owned(),
+                capability: request.capability,
                 arguments: request.arguments,
                 mode: mode.name().to_owned(),
             });
@@ -217,7 +214,7 @@ fn unframable(cap: &str, no_token: NoToken) -> Answer {
 }
 
 /// Compact JSON of `arguments`, cut at [`MAX_AUDIT_ARGUMENT_BYTES`].
-fn bounded_json(arguments: &Map<String, Value>) -> String {
+pub(crate) fn bounded_json(arguments: &Map<String, Value>) -> String {
     let text = json_text(arguments);
     if text.len() <= MAX_AUDIT_ARGUMENT_BYTES {
         return text;
