@@ -36,7 +36,7 @@ pub use codec::MAX_LINE;
 pub use config::ServerConfig;
 pub use process::STDERR_KEPT;
 pub use provider::{DEFAULT_TIMEOUT, McpProvider, Options, PROTOCOL_VERSION};
-pub use tools::{MAX_PAGES, MAX_TOOLS};
+pub use tools::{MAX_LISTING_BYTES, MAX_PAGES, MAX_TOOLS};
 
 /// The kind's name in `capabilities.json`.
 pub const NAME: &str = "mcp-stdio";

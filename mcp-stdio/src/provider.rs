@@ -17,7 +17,7 @@ use crate::codec::MAX_LINE;
 use crate::config::ServerConfig;
 use crate::error::Failure;
 use crate::process::ServerProcess;
-use crate::tools::{MAX_PAGES, MAX_TOOLS, read_offered};
+use crate::tools::{MAX_LISTING_BYTES, MAX_PAGES, MAX_TOOLS, read_offered};
 use crate::{NAME, content};
 
 /// The only protocol version spoken; a server answering another is refused.
@@ -206,16 +206,21 @@ impl McpProvider {
         let mut offered = Vec::new();
         let mut seen = HashSet::new();
         let mut cursor: Option<String> = None;
+        let mut bytes = 0;
         for _ in 0..MAX_PAGES {
             let params = match &cursor {
                 Some(c) => json!({ "cursor": c }),
                 None => json!({}),
             };
-            let mut page = self
-                .connection
-                .request("tools/list", &params)
-                .await?
-                .to_value();
+            let raw = self.connection.request("tools/list", &params).await?;
+            bytes += raw.get().len();
+            if bytes > MAX_LISTING_BYTES {
+                return Err(Failure::Protocol(format!(
+                    "the tools/list pages come to more than {} MiB",
+                    MAX_LISTING_BYTES >> 20
+                )));
+            }
+            let mut page = raw.to_value();
             let Some(Value::Array(tools)) = page.get_mut("tools").map(Value::take) else {
                 return Err(Failure::Protocol(
                     "a tools/list page has no tools array".into(),

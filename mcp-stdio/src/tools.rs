@@ -13,6 +13,10 @@ use spear_capabilities::{RejectedTool, ToolList, ToolSpec};
 pub const MAX_PAGES: usize = 1000;
 /// The most tools one server may offer.
 pub const MAX_TOOLS: usize = 10_000;
+/// The most bytes of JSON all pages of one listing may come to: 25 times a
+/// listing of 10 000 real tools, so that many pages each under the line
+/// bound cannot hold gigabytes.
+pub const MAX_LISTING_BYTES: usize = 32 * 1024 * 1024;
 
 /// The tools a server offered, read into [`ToolSpec`]s in its order.
 pub(crate) fn read_offered(offered: Vec<Value>) -> ToolList {

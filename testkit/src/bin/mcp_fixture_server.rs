@@ -42,6 +42,7 @@ const USAGE: &str = "usage: spear-fixture-server [flags]
   --crash-from-start K  from the Kth start on, exit on the first tools/call
   --start-delay MS      wait MS milliseconds before answering initialize
   --page-delay MS       wait MS milliseconds before each tools/list page
+  --page-pad BYTES      add a member of BYTES bytes to each tools/list page
 
 tools: echo {text}, fail, reject, mixed, env, sleep {ms}, hang, crash, stray";
 
@@ -67,6 +68,7 @@ struct Opts {
     crash_on_call: bool,
     start_delay: Duration,
     page_delay: Duration,
+    page_pad: usize,
 }
 
 fn parse() -> Opts {
@@ -113,6 +115,7 @@ fn parse() -> Opts {
             "--crash-from-start" => crash_from = Some(number(value())),
             "--start-delay" => o.start_delay = Duration::from_millis(number(value()) as u64),
             "--page-delay" => o.page_delay = Duration::from_millis(number(value()) as u64),
+            "--page-pad" => o.page_pad = number(value()),
             "--pid-file" => {
                 let path = value();
                 std::fs::write(&path, std::process::id().to_string())
@@ -378,6 +381,9 @@ impl Server {
         };
         let end = (start + size).min(tools.len());
         let mut result = json!({"tools": tools[start..end]});
+        if self.o.page_pad > 0 {
+            result["pad"] = json!("p".repeat(self.o.page_pad));
+        }
         if end < tools.len() {
             result["nextCursor"] = json!(format!("page-{end}"));
         } else if self.o.cursor_cycle && size < tools.len() {
