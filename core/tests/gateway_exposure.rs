@@ -264,3 +264,38 @@ async fn other_commands_go_to_the_shell() {
     assert_eq!(t.answer("grep spear-capability notes.md").await, None);
     assert_eq!(t.answer("ls -la").await, None);
 }
+
+#[tokio::test]
+async fn list_follows_the_providers_of_the_moment_and_the_turns_exposure() {
+    let b = Bench::new(json!([
+        {"id": "notes", "scope": "global", "read": ["get_note"]},
+        {"id": "mail", "scope": "global", "read": ["search"]}
+    ]));
+    b.provider("notes")
+        .add_simple_tool("get_note", "Read one note.", &["id"])
+        .fail_call("get_note", spear_testkit::MockFailure::Crash);
+    b.provider("mail")
+        .add_simple_tool("search", "Search mail.", &["q"]);
+    let t = b.session(Arc::new(Auto)).begin_turn(implementation()).await;
+    assert_eq!(t.shown().exposure, Exposure::Whole);
+    // Shown whole: each can be invoked at once, and `list` says so.
+    let before = ours(&t, "spear-capability list").await.text;
+    assert!(before.starts_with("External capabilities (2 offered); each can be invoked at once:"));
+    assert!(!before.contains("only a described capability"), "{before}");
+    assert!(before.contains("notes/get_note"));
+    // `notes` fails in the middle of the turn: `list` no longer counts or
+    // offers its capabilities, and names it unavailable.
+    ours(&t, "spear-capability invoke notes/get_note '{}'").await;
+    let after = ours(&t, "spear-capability list").await.text;
+    assert!(
+        after.starts_with("External capabilities (1 offered)"),
+        "{after}"
+    );
+    assert!(!after.contains("notes/get_note"), "{after}");
+    assert!(
+        after.ends_with(
+            "Provider `notes` is unavailable (crashed): none of its capabilities can be called in this turn.\n"
+        ),
+        "{after}"
+    );
+}
