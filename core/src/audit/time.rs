@@ -33,8 +33,11 @@ pub(super) fn rfc3339_millis(time: SystemTime) -> String {
         *digit = b'0' + (millis % 10) as u8;
         millis /= 10;
     }
-    // ASCII digits and punctuation only, so always UTF-8.
-    String::from_utf8_lossy(&out).into_owned()
+    match std::str::from_utf8(&out) {
+        Ok(text) => text.to_owned(),
+        // Written by humantime and our digits: ASCII, so never taken.
+        Err(_) => humantime::format_rfc3339_millis(time).to_string(),
+    }
 }
 
 thread_local! {

@@ -71,6 +71,18 @@ pub fn fresh_token() -> Result<String, NoToken> {
     Ok(String::from_utf8_lossy(&token_hex()?).into_owned())
 }
 
+/// The bytes a body may hold and still be framed as it is (after trimming
+/// its end): [`plain_byte`]s but `<` and `>`.
+const PLAIN_NO_ANGLE: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = plain_byte(b as u8) && b != b'<' as usize && b != b'>' as usize;
+        b += 1;
+    }
+    table
+};
+
 /// The marker words; content cannot contain them after [`neutralise`].
 const BEGIN: &str = "<<<EXTERNAL-CONTENT";
 const END: &str = "<<<END-EXTERNAL-CONTENT";
@@ -157,10 +169,8 @@ impl FrameHead {
     pub fn frame_with_token(&self, body: &str, token: &str) -> String {
         // A short body of printable ASCII without `<` or `>` needs no work
         // beyond trimming its end: one scan of its bytes shows that.
-        let plain = body.len() <= MAX_RESULT_CHARS
-            && body
-                .bytes()
-                .all(|b| plain_byte(b) && b != b'<' && b != b'>');
+        let plain =
+            body.len() <= MAX_RESULT_CHARS && body.bytes().all(|b| PLAIN_NO_ANGLE[usize::from(b)]);
         let body = if plain {
             Cow::Borrowed(body.trim_end())
         } else {
