@@ -3,19 +3,33 @@
 //! position.
 //!
 //! It knows single, double and `$'...'` quotes, backslash escapes and line
-//! continuations, comments, here-documents (their bodies are data), the
-//! control and redirection operators, subshells, `$(...)`, `$((...))`,
-//! backquotes and `${...}`. It expands nothing. `shell-words` and `shlex`
+//! continuations, comments, here-documents (their bodies are data, ended
+//! where bash ends them), the control and redirection operators, subshells,
+//! `$(...)`, `$((...))`, `$[...]`, array subscripts where an assignment may
+//! stand, backquotes and `${...}`. It expands nothing. Where it departs from
+//! bash it is on the side of seeing more commands, never fewer (a lone
+//! carriage return is a blank, `\r\n` ends a line): a line on which bash
+//! would run `spear-capability` is never read as data
+//! (`core/tests/command_bash.rs` asks bash itself). `shell-words` and `shlex`
 //! cannot tell a quoted `";"` from a bare one, which is the whole question.
 //!
 //! It never fails: a line that leaves a quote or a substitution open is
 //! lexed to its end and reported in [`Lexed::unterminated`]. It runs in time
 //! linear in the line's length.
+//!
+//! This file is the state machine's core (frames, words, quotes,
+//! backslashes), kept whole because its steps read together; operators,
+//! here-documents, subscripts and substitutions are its submodules.
 
 use super::token::{Construct, Lexed, Token, TokenKind, Unterminated};
 
+mod heredoc;
 mod operators;
+mod subscript;
 mod substitution;
+
+use heredoc::Heredoc;
+use subscript::is_assignment;
 
 /// Lexes one command line.
 pub fn lex(line: &str) -> Lexed {
@@ -32,6 +46,7 @@ pub fn lex(line: &str) -> Lexed {
         heredoc_next: None,
         heredocs: Vec::new(),
         backquotes: 0,
+        after_for: false,
     };
     lexer.out.tokens.reserve(16);
     lexer.out.reserve_texts(line.len());
@@ -56,7 +71,7 @@ const fn specials(list: &[u8]) -> Specials {
     table
 }
 
-const UNQUOTED: Specials = specials(b" \t\r\n'\"\\$`;&|()<>");
+const UNQUOTED: Specials = specials(b" \t\r\n'\"\\$`;&|()<>[]");
 const DQUOTED: Specials = specials(b"\"\\$`");
 const BRACED: Specials = specials(b"\"{}'\\$`");
 
@@ -77,6 +92,11 @@ enum FrameKind {
     Backquote {
         escaped: bool,
     },
+    /// `$[ ... ]`, bash's old arithmetic.
+    Bracket,
+    /// `name[ ... ]` where an assignment may stand: an array subscript,
+    /// part of the word (bash reads it as one piece, blanks and all).
+    Subscript,
 }
 
 impl FrameKind {
@@ -89,7 +109,11 @@ impl FrameKind {
     fn nocmd(self) -> bool {
         matches!(
             self,
-            FrameKind::Array | FrameKind::Arith | FrameKind::Subshell { nocmd: true }
+            FrameKind::Array
+                | FrameKind::Arith
+                | FrameKind::Bracket
+                | FrameKind::Subscript
+                | FrameKind::Subshell { nocmd: true }
         )
     }
 
@@ -101,6 +125,7 @@ impl FrameKind {
             FrameKind::Dollar => Construct::CommandSubstitution,
             FrameKind::Arith => Construct::Arithmetic,
             FrameKind::Backquote { .. } => Construct::Backquote,
+            FrameKind::Bracket | FrameKind::Subscript => Construct::Bracket,
         }
     }
 }
@@ -112,6 +137,11 @@ struct Frame {
     open_at: usize,
     /// Whether the next word to start stands in command position.
     cmd_pos: bool,
+    /// Whether the next word to start may be an assignment: in command
+    /// position, or after assignments that began the command.
+    assign_ok: bool,
+    /// `[`s open inside a `Bracket` or `Subscript` frame.
+    brackets: u32,
     word: Option<Word>,
     /// The last word's text buffer, kept for the next word so that a line
     /// costs a few allocations rather than one per word.
@@ -124,6 +154,8 @@ impl Frame {
             kind,
             open_at,
             cmd_pos: cmd_pos && !kind.nocmd(),
+            assign_ok: false,
+            brackets: 0,
             word: None,
             spare: String::new(),
         }
@@ -136,6 +168,8 @@ struct Word {
     start: usize,
     text: String,
     cmd_pos: bool,
+    /// Whether the word may be an assignment (bash reads a subscript in it).
+    assign_pos: bool,
     /// Offset of an open double quote.
     dquote: Option<usize>,
     /// Depth of `${...}` and the offset of the outermost `${`.
@@ -151,12 +185,16 @@ struct Lexer<'a> {
     pos: usize,
     frames: Vec<Frame>,
     out: Lexed,
-    /// Set by `<<` / `<<-` (strip tabs?): the next word is a delimiter.
-    heredoc_next: Option<bool>,
-    /// Delimiters waiting for the end of the line: (delimiter, strip tabs).
-    heredocs: Vec<(String, bool)>,
+    /// Set by `<<` / `<<-`: the next word ending at this frame depth is a
+    /// delimiter; (strip tabs?, depth).
+    heredoc_next: Option<(bool, usize)>,
+    /// Here-documents waiting for the end of the line.
+    heredocs: Vec<Heredoc>,
     /// How many backquote frames are open (`` \` `` means something inside them).
     backquotes: usize,
+    /// The last token was the word `for` in command position: `((` opens
+    /// arithmetic.
+    after_for: bool,
 }
 
 impl Lexer<'_> {
@@ -179,10 +217,12 @@ impl Lexer<'_> {
         let frame = self.frame();
         if frame.word.is_none() {
             let cmd_pos = std::mem::replace(&mut frame.cmd_pos, false);
+            let assign_pos = cmd_pos || std::mem::replace(&mut frame.assign_ok, false);
             frame.word = Some(Word {
                 start: pos,
                 text: std::mem::take(&mut frame.spare),
                 cmd_pos,
+                assign_pos,
                 dquote: None,
                 brace_depth: 0,
                 brace_at: 0,
@@ -214,8 +254,18 @@ impl Lexer<'_> {
         let Some(mut word) = self.frame().word.take() else {
             return;
         };
-        if let Some(strip_tabs) = self.heredoc_next.take() {
-            self.heredocs.push((word.text.clone(), strip_tabs));
+        let raw = &self.src[word.start..end];
+        self.frame().assign_ok = word.assign_pos && is_assignment(raw);
+        self.after_for = word.cmd_pos && word.text == "for";
+        if let Some((strip_tabs, at)) = self.heredoc_next
+            && at == depth
+        {
+            self.heredoc_next = None;
+            self.heredocs.push(Heredoc {
+                delimiter: word.text.clone(),
+                strip_tabs,
+                quoted: raw.contains(['\'', '"', '\\']),
+            });
         }
         let text = self.out.push_text(&word.text);
         word.text.clear();
@@ -229,6 +279,12 @@ impl Lexer<'_> {
             end,
             depth,
         );
+    }
+
+    /// Whether the next word ending at this depth is a here-document's
+    /// delimiter.
+    fn delimiter_next(&self) -> bool {
+        self.heredoc_next.is_some_and(|(_, at)| at == self.depth())
     }
 
     /// One step of the state machine, chosen by the innermost frame's word.
@@ -245,6 +301,12 @@ impl Lexer<'_> {
         match b {
             b' ' | b'\t' => {
                 self.end_word();
+                self.pos += 1;
+            }
+            // Bash reads a here-document's delimiter with its carriage
+            // returns; elsewhere one is a blank, `\r\n` a line's end.
+            b'\r' if self.delimiter_next() => {
+                self.word().text.push('\r');
                 self.pos += 1;
             }
             b'\r' if self.byte(self.pos + 1) == Some(b'\n') => self.newline(2),
@@ -277,6 +339,7 @@ impl Lexer<'_> {
             b'$' => self.dollar(false),
             b'`' => self.backquote(),
             b';' | b'&' | b'|' | b'(' | b')' | b'<' | b'>' => self.operator(b),
+            b'[' | b']' => self.bracket(b),
             _ => self.plain_run(&UNQUOTED),
         }
     }
@@ -315,8 +378,9 @@ impl Lexer<'_> {
                 self.unterminated(Construct::Backslash, at);
                 self.pos = at + 1;
             }
+            // Only a newline continues the line: before `\r\n`, the
+            // backslash quotes the carriage return, as in bash.
             Some('\n') => self.pos = at + 2,
-            Some('\r') if self.byte(at + 2) == Some(b'\n') => self.pos = at + 3,
             Some('`') if self.backquotes > 0 => {
                 self.pos = at + 1;
                 self.backquote_escaped(at);
@@ -364,205 +428,4 @@ impl Lexer<'_> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Every word's text and whether it stands in command position, in the
-    /// order words start.
-    fn words(line: &str) -> Vec<(String, bool)> {
-        let lexed = lex(line);
-        let mut tokens = lexed.tokens.clone();
-        tokens.sort_by_key(|t| t.start);
-        tokens
-            .iter()
-            .filter_map(|t| match t.kind {
-                TokenKind::Word {
-                    command_position, ..
-                } => Some((lexed.text(t)?.to_owned(), command_position)),
-                _ => None,
-            })
-            .collect()
-    }
-
-    fn commands(line: &str) -> Vec<String> {
-        words(line)
-            .into_iter()
-            .filter(|(_, c)| *c)
-            .map(|(w, _)| w)
-            .collect()
-    }
-
-    #[test]
-    fn command_positions_follow_the_separators() {
-        assert_eq!(
-            commands("a b; c | d && e || f & g |& h ;; i\nj (k) $(l m) `n o` x=$(p)"),
-            [
-                "a", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "n", "p"
-            ]
-        );
-    }
-
-    #[test]
-    fn nothing_else_is_a_command_position() {
-        assert_eq!(
-            commands("VAR=1 a >out b 2>&1 c <<<d e; ) f; { g; } ! h"),
-            ["VAR=1", "{", "}"]
-        );
-        assert_eq!(commands("echo $((a + (b)))"), ["echo"]);
-        assert_eq!(commands("arr=(a b c) d"), ["arr=(a b c)"]);
-    }
-
-    #[test]
-    fn quotes_are_removed_and_nothing_is_expanded() {
-        let got: Vec<String> = words(r#"a'b c'd "e $f \" \x" $'g\th' \i ${j:-k l} ~ * {m,n}"#)
-            .into_iter()
-            .map(|(w, _)| w)
-            .collect();
-        assert_eq!(
-            got,
-            [
-                "ab cd",
-                r#"e $f " \x"#,
-                "g\th",
-                "i",
-                "${j:-k l}",
-                "~",
-                "*",
-                "{m,n}"
-            ]
-        );
-    }
-
-    #[test]
-    fn a_substitution_stays_verbatim_in_its_word() {
-        let got: Vec<String> = words(r#"x"$(a "b c")"y"#)
-            .into_iter()
-            .map(|(w, _)| w)
-            .collect();
-        assert_eq!(got, ["x$(a \"b c\")y", "a", "b c"]);
-    }
-
-    #[test]
-    fn spans_and_depths_locate_each_token() {
-        let line = "ab $(cd) # ef\r\ngh";
-        let lexed = lex(line);
-        let find = |text: &str| {
-            lexed
-                .tokens
-                .iter()
-                .find(|t| lexed.text(t) == Some(text))
-                .map(|t| (&line[t.start..t.end], t.depth))
-        };
-        assert_eq!(find("ab"), Some(("ab", 0)));
-        assert_eq!(find("cd"), Some(("cd", 1)));
-        assert_eq!(find("$(cd)"), Some(("$(cd)", 0)));
-        let comment = lexed
-            .tokens
-            .iter()
-            .find(|t| t.kind == TokenKind::Comment)
-            .expect("a comment");
-        assert_eq!(&line[comment.start..comment.end], "# ef");
-        assert!(
-            lexed
-                .tokens
-                .iter()
-                .any(|t| t.kind == TokenKind::Newline && &line[t.start..t.end] == "\r\n")
-        );
-    }
-
-    #[test]
-    fn heredoc_bodies_are_one_data_token() {
-        let line = "cat <<A <<-'B'\nx\nA\n\ty\n\tB\nz";
-        let lexed = lex(line);
-        let bodies: Vec<&str> = lexed
-            .tokens
-            .iter()
-            .filter(|t| t.kind == TokenKind::HeredocBody)
-            .map(|t| &line[t.start..t.end])
-            .collect();
-        assert_eq!(bodies, ["x\n", "\ty\n"]);
-        assert_eq!(commands(line), ["cat", "z"]);
-    }
-
-    #[test]
-    fn the_innermost_open_construct_is_reported() {
-        let open = |line: &str| lex(line).unterminated.map(|u| (u.construct, u.start));
-        assert_eq!(open("a 'b"), Some((Construct::SingleQuote, 2)));
-        assert_eq!(open("a \"$(b 'c"), Some((Construct::SingleQuote, 7)));
-        assert_eq!(open("a \"$(b"), Some((Construct::CommandSubstitution, 3)));
-        assert_eq!(open("a \"b"), Some((Construct::DoubleQuote, 2)));
-        assert_eq!(open("(a"), Some((Construct::Parenthesis, 0)));
-        assert_eq!(open("a `b"), Some((Construct::Backquote, 2)));
-        assert_eq!(open("a $((1"), Some((Construct::Arithmetic, 2)));
-        assert_eq!(open("a ${b"), Some((Construct::ParameterExpansion, 2)));
-        assert_eq!(open("a $'b"), Some((Construct::AnsiCQuote, 2)));
-        assert_eq!(open("a \\"), Some((Construct::Backslash, 2)));
-        assert_eq!(open("a 'b' \"c\" $(d) `e` ${f} $((1))"), None);
-    }
-
-    #[test]
-    fn top_level_tokens_come_in_the_lines_order() {
-        let line = "a \"$(b `c`)\" (d; e) <<X f\nbody\nX\n# g\nh=(i j) $((1))";
-        let starts: Vec<usize> = lex(line)
-            .tokens
-            .iter()
-            .filter(|t| t.depth == 0)
-            .map(|t| t.start)
-            .collect();
-        assert!(starts.windows(2).all(|w| w[0] < w[1]), "{starts:?}");
-    }
-
-    #[test]
-    fn heredocs_left_open_end_at_the_end_of_the_line() {
-        // Found by the fuzzer: the later bodies are empty, at the line's end.
-        let line = "a <<A <<B\nx\n# c";
-        let lexed = lex(line);
-        let bodies: Vec<(usize, usize)> = lexed
-            .tokens
-            .iter()
-            .filter(|t| t.kind == TokenKind::HeredocBody)
-            .map(|t| (t.start, t.end))
-            .collect();
-        assert_eq!(bodies, [(10, 15), (15, 15)]);
-        let starts: Vec<usize> = lexed.tokens.iter().map(|t| t.start).collect();
-        assert!(starts.windows(2).all(|w| w[0] <= w[1]), "{starts:?}");
-    }
-
-    #[test]
-    fn deep_nesting_keeps_the_texts_linear() {
-        let n = 20_000;
-        let line = format!("echo {}x{}", "\"$(a `b ".repeat(n), "`)\"".repeat(n));
-        let lexed = lex(&line);
-        assert_eq!(lexed.unterminated, None);
-        let total: usize = lexed
-            .tokens
-            .iter()
-            .filter_map(|t| lexed.text(t))
-            .map(str::len)
-            .sum();
-        assert!(
-            total <= 2 * line.len(),
-            "{total} bytes of text for {} bytes",
-            line.len()
-        );
-        let outer = lexed.tokens.last().expect("the outer word");
-        // The top-level word keeps its substitution whole, quotes removed.
-        let whole = &line[6..line.len() - 1];
-        assert!(
-            lexed.text(outer) == Some(whole),
-            "the outer word lost its text"
-        );
-    }
-
-    #[test]
-    fn operators_take_their_longest_form() {
-        let line = "a;;&b&>>c|&d<<<e<>f>|g 2>&1";
-        let ops: Vec<&str> = lex(line)
-            .tokens
-            .iter()
-            .filter(|t| t.kind == TokenKind::Operator)
-            .map(|t| &line[t.start..t.end])
-            .collect();
-        assert_eq!(ops, [";;&", "&>>", "|&", "<<<", "<>", ">|", ">&"]);
-    }
-}
+mod tests;

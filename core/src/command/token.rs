@@ -111,6 +111,8 @@ pub enum Construct {
     ParameterExpansion,
     /// `(...` (a subshell or an array)
     Parenthesis,
+    /// `$[...` (old arithmetic) or an array subscript `name[...`
+    Bracket,
     /// A backslash at the very end of the line.
     Backslash,
 }
@@ -127,6 +129,7 @@ impl Construct {
             Construct::Backquote => "`",
             Construct::ParameterExpansion => "${",
             Construct::Parenthesis => "(",
+            Construct::Bracket => "[",
             Construct::Backslash => "\\",
         }
     }
@@ -143,6 +146,7 @@ impl fmt::Display for Construct {
             Construct::Backquote => "backquote",
             Construct::ParameterExpansion => "parameter expansion",
             Construct::Parenthesis => "parenthesis",
+            Construct::Bracket => "bracket",
             Construct::Backslash => "backslash",
         })
     }

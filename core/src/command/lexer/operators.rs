@@ -1,4 +1,4 @@
-//! Operators, newlines, comments and here-documents.
+//! Operators, newlines and comments.
 
 use super::{Frame, FrameKind, Lexer};
 use crate::command::token::TokenKind;
@@ -9,9 +9,11 @@ impl Lexer<'_> {
         let at = self.pos;
         self.push(TokenKind::Newline, at, at + len, self.depth());
         self.pos += len;
-        self.heredoc_next = None;
+        self.after_for = false;
+        self.forget_delimiter();
         let frame = self.frame();
         frame.cmd_pos = !frame.kind.nocmd();
+        frame.assign_ok = false;
         self.heredoc_bodies();
     }
 
@@ -33,34 +35,6 @@ impl Lexer<'_> {
         self.pos = end;
     }
 
-    /// Reads the bodies of the here-documents this line announced.
-    pub(super) fn heredoc_bodies(&mut self) {
-        for (delimiter, strip_tabs) in std::mem::take(&mut self.heredocs) {
-            let body_start = self.pos;
-            let mut body_end = self.src.len();
-            let mut next = self.src.len();
-            let mut line_start = self.pos;
-            while line_start < self.src.len() {
-                let eol = self.src[line_start..]
-                    .find('\n')
-                    .map_or(self.src.len(), |n| line_start + n);
-                let mut line = &self.src[line_start..eol];
-                line = line.strip_suffix('\r').unwrap_or(line);
-                if strip_tabs {
-                    line = line.trim_start_matches('\t');
-                }
-                if line == delimiter {
-                    body_end = line_start;
-                    next = (eol + 1).min(self.src.len());
-                    break;
-                }
-                line_start = eol + 1;
-            }
-            self.push(TokenKind::HeredocBody, body_start, body_end, self.depth());
-            self.pos = next;
-        }
-    }
-
     pub(super) fn operator(&mut self, first: u8) {
         let at = self.pos;
         let rest = &self.src.as_bytes()[at..];
@@ -77,8 +51,9 @@ impl Lexer<'_> {
             }
             // `((...))` in command position is arithmetic, as in bash: its
             // `<<` is a shift, not a here-document.
+            // So is `for ((...))`'s.
             let frame = self.frame();
-            if frame.word.is_none() && frame.cmd_pos && starts("((") {
+            if frame.word.is_none() && (frame.cmd_pos || self.after_for) && starts("((") {
                 return self.open_in_word(FrameKind::Arith, at, 2);
             }
             self.end_word();
@@ -87,7 +62,6 @@ impl Lexer<'_> {
             self.pos = at + 1;
             self.frames
                 .push(Frame::new(FrameKind::Subshell { nocmd }, at, true));
-            self.heredoc_next = None;
             return;
         }
         if first == b')' {
@@ -96,7 +70,10 @@ impl Lexer<'_> {
                 FrameKind::Dollar | FrameKind::Array | FrameKind::Subshell { .. } => {
                     return self.close(1);
                 }
-                FrameKind::Top | FrameKind::Backquote { .. } => {}
+                FrameKind::Top
+                | FrameKind::Backquote { .. }
+                | FrameKind::Bracket
+                | FrameKind::Subscript => {}
             }
         }
         self.end_word();
@@ -109,10 +86,11 @@ impl Lexer<'_> {
         .expect("every operator's first byte has a one-byte form");
         self.push(TokenKind::Operator, at, at + op.len(), self.depth());
         self.pos = at + op.len();
+        let depth = self.depth();
         self.heredoc_next = match op {
             _ if kind.nocmd() => None,
-            "<<" => Some(false),
-            "<<-" => Some(true),
+            "<<" => Some((false, depth)),
+            "<<-" => Some((true, depth)),
             _ => None,
         };
         let separates = matches!(
@@ -121,5 +99,7 @@ impl Lexer<'_> {
         );
         let frame = self.frame();
         frame.cmd_pos = separates && !frame.kind.nocmd();
+        frame.assign_ok = false;
+        self.after_for = false;
     }
 }

@@ -10,10 +10,7 @@ impl Lexer<'_> {
     pub(super) fn step_brace(&mut self) {
         let at = self.pos;
         let b = self.src.as_bytes()[at];
-        let (in_dquote, outer_dquote) = {
-            let w = self.word();
-            (w.brace_dquote, w.dquote.is_some())
-        };
+        let in_dquote = self.word().brace_dquote;
         let len = match b {
             b'"' => {
                 let w = self.word();
@@ -28,7 +25,9 @@ impl Lexer<'_> {
                 self.word().brace_depth += 1;
                 1
             }
-            b'\'' if !in_dquote && !outer_dquote => match self.src[at + 1..].find('\'') {
+            // Bash matches quotes inside `${...}` even within double
+            // quotes: a `"` between single quotes there closes nothing.
+            b'\'' if !in_dquote => match self.src[at + 1..].find('\'') {
                 Some(n) => n + 2,
                 None => {
                     self.unterminated(Construct::SingleQuote, at);
@@ -79,6 +78,7 @@ impl Lexer<'_> {
                 self.open_in_word(FrameKind::Arith, at, 3);
             }
             Some(b'(') => self.open_in_word(FrameKind::Dollar, at, 2),
+            Some(b'[') => self.open_in_word(FrameKind::Bracket, at, 2),
             Some(b'{') => {
                 let word = self.word();
                 if word.brace_depth == 0 {
@@ -111,12 +111,12 @@ impl Lexer<'_> {
         self.end_word();
         let end = (self.pos + len).min(self.src.len());
         let depth = self.depth();
+        self.forget_delimiter();
         let frame = self.frames.pop().expect("only called above the top frame");
         if matches!(frame.kind, FrameKind::Backquote { .. }) {
             self.backquotes -= 1;
         }
         self.pos = end;
-        self.heredoc_next = None;
         // At the end of the line (`len == 0`) there is no closer to report.
         if frame.kind.in_word() {
             if len > 0 {
@@ -126,7 +126,9 @@ impl Lexer<'_> {
             // a command's arguments). Deeper, only the opener is kept: such a
             // word is never the name, and copying every level's source into
             // every enclosing word would cost time quadratic in the nesting.
-            let keep = if self.depth() == 0 {
+            // A here-document's delimiter is compared as typed, so it keeps
+            // its substitutions whole too (one word, so still linear).
+            let keep = if self.depth() == 0 || self.delimiter_next() {
                 end
             } else {
                 frame.open_at + 1
