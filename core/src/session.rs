@@ -60,6 +60,7 @@
 //! ```
 
 pub(crate) mod slot;
+mod state;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -11,6 +11,10 @@
 //! after a growing pause, at most [`MAX_RESTARTS`] times a session
 //! ([`Slot::prepare`]). Failures that would repeat identically (it did not
 //! start, it broke the protocol) are not retried.
+//!
+//! The state machine's transitions (prepare, start, wait, fail, close) stay
+//! in this one file, a little over 400 lines, so that each can be read
+//! against the others; what the states are is `session/state.rs`.
 
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -19,13 +23,16 @@ use tokio::sync::watch;
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
-use crate::admission::{Tool, admit};
+use crate::admission::admit;
 use crate::audit::{Audit, AuditEvent};
 use crate::framing::one_line;
 use crate::messages;
 use crate::registry::ProviderEntry;
 use crate::session::{Inner, TIMEOUT_GRACE, lock};
 use crate::{Error, Provider, UnavailableReason};
+
+pub use super::state::ProviderState;
+pub(crate) use super::state::{Ended, Ready, View};
 
 /// The most times one provider is started again in a session.
 pub const MAX_RESTARTS: u32 = 3;
@@ -45,71 +52,6 @@ pub fn start_budget(timeout: Duration) -> Duration {
 /// waits: the next turn, then two, then four.
 fn pause_turns(restart: u32) -> u64 {
     1 << restart.saturating_sub(1).min(16)
-}
-
-/// A started provider and its admitted tools: one incarnation of a slot.
-#[derive(Debug)]
-pub(crate) struct Ready {
-    pub(crate) provider: Arc<dyn Provider>,
-    pub(crate) tools: Vec<Tool>,
-    started_in: Duration,
-    /// How this incarnation ended, once it has: every turn that admitted it
-    /// sees it, and none of its calls goes to a later incarnation.
-    ended: OnceLock<Ended>,
-}
-
-/// Why an incarnation of a provider is no longer usable.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Ended {
-    /// It failed.
-    Failed(UnavailableReason),
-    /// The session was closed.
-    Closed,
-}
-
-impl Ready {
-    /// How it ended, if it has.
-    pub(crate) fn ended(&self) -> Option<Ended> {
-        self.ended.get().copied()
-    }
-}
-
-/// What a turn makes of a slot when it begins.
-pub(crate) enum View {
-    /// Ready, with its tools.
-    Ready(Arc<Ready>),
-    /// Unavailable to the turn, with the category it is told.
-    Unavailable(UnavailableReason),
-    /// The session is closed.
-    Closed,
-}
-
-/// How a provider is doing, for the deployment's operator.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum ProviderState {
-    /// Started and listed.
-    Ready {
-        /// How long start and listing took.
-        started_in: Duration,
-        /// How many usable tools it has.
-        tools: usize,
-    },
-    /// Being started, in the background.
-    Starting {
-        /// How long it has been starting.
-        since: Duration,
-    },
-    /// Left out for now (it may be started again: see [`MAX_RESTARTS`]).
-    Unavailable {
-        /// The short category a turn is told.
-        reason: UnavailableReason,
-        /// The full reason (may carry the command, OS error and stderr): for
-        /// the operator only, never for a turn.
-        message: String,
-    },
-    /// Stopped because the session was closed.
-    Stopped,
 }
 
 #[derive(Debug)]

@@ -1,0 +1,80 @@
+//! What a provider of a session is, as the gateway's turns and the
+//! deployment's operator see it: a started incarnation ([`Ready`]), how it
+//! ended, what a turn makes of it ([`View`]) and the operator's
+//! [`ProviderState`]. The life cycle that moves between them is
+//! `session/slot.rs`.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use crate::admission::Tool;
+use crate::{Provider, UnavailableReason};
+
+#[cfg(doc)]
+use super::slot::MAX_RESTARTS;
+
+/// A started provider and its admitted tools: one incarnation of a slot.
+#[derive(Debug)]
+pub(crate) struct Ready {
+    pub(crate) provider: Arc<dyn Provider>,
+    pub(crate) tools: Vec<Tool>,
+    pub(super) started_in: Duration,
+    /// How this incarnation ended, once it has: every turn that admitted it
+    /// sees it, and none of its calls goes to a later incarnation.
+    pub(super) ended: OnceLock<Ended>,
+}
+
+/// Why an incarnation of a provider is no longer usable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ended {
+    /// It failed.
+    Failed(UnavailableReason),
+    /// The session was closed.
+    Closed,
+}
+
+impl Ready {
+    /// How it ended, if it has.
+    pub(crate) fn ended(&self) -> Option<Ended> {
+        self.ended.get().copied()
+    }
+}
+
+/// What a turn makes of a slot when it begins.
+pub(crate) enum View {
+    /// Ready, with its tools.
+    Ready(Arc<Ready>),
+    /// Unavailable to the turn, with the category it is told.
+    Unavailable(UnavailableReason),
+    /// The session is closed.
+    Closed,
+}
+
+/// How a provider is doing, for the deployment's operator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ProviderState {
+    /// Started and listed.
+    Ready {
+        /// How long start and listing took.
+        started_in: Duration,
+        /// How many usable tools it has.
+        tools: usize,
+    },
+    /// Being started, in the background.
+    Starting {
+        /// How long it has been starting.
+        since: Duration,
+    },
+    /// Left out for now (it may be started again: see [`MAX_RESTARTS`]).
+    Unavailable {
+        /// The short category a turn is told.
+        reason: UnavailableReason,
+        /// The full reason (may carry the command, OS error and stderr): for
+        /// the operator only, never for a turn.
+        message: String,
+    },
+    /// Stopped because the session was closed.
+    Stopped,
+}
+
