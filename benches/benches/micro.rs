@@ -52,7 +52,7 @@ fn exposure(c: &mut Criterion) {
                 },
                 None,
                 t.description.as_deref(),
-                t.input_schema.to_string(),
+                &t.input_schema,
             )
         })
         .collect();

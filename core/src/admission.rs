@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use crate::checks::ArgumentSchema;
 use crate::exposure::{Class, ShownCapability};
-use crate::framing::{FrameHead, json_text};
+use crate::framing::FrameHead;
 use crate::registry::ProviderEntry;
 use crate::{RejectedTool, ToolList};
 
@@ -112,7 +112,7 @@ pub(crate) fn admit(entry: &ProviderEntry, offered: ToolList) -> Admission {
             class,
             spec.title.as_deref(),
             spec.description.as_deref(),
-            json_text(&spec.input_schema),
+            &spec.input_schema,
         );
         admission.tools.push(Tool {
             frame: FrameHead::new(&entry.id, &shown.id),

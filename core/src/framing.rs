@@ -7,6 +7,9 @@
 //!   markers that carry a fresh unpredictable token, so text inside cannot
 //!   close the frame; text that imitates a marker is neutralised anyway, and
 //!   the size is bounded with a note saying how much was cut.
+//! - [`schema`]: a tool's input schema as compact JSON text, bounded: its
+//!   `description` and `title` strings cut first, then the text, with a note
+//!   saying how much is shown.
 //! - [`summary`]: a result's content as plain text before framing: text as
 //!   it is, everything else summarised by type and size, never dumped.
 //!
@@ -15,15 +18,21 @@
 
 pub mod frame;
 pub mod sanitise;
+pub mod schema;
 pub mod summary;
 
 pub use frame::{FrameHead, NoToken, fresh_token, neutralise};
 pub use sanitise::{block, json_text, one_line, strip};
+pub use schema::schema_text;
 pub use summary::result_text;
 
 /// How long a description may be when shown whole, in characters.
 pub const MAX_DESCRIPTION_CHARS: usize = 2000;
 /// How long a description may be on an index line, in characters.
 pub const MAX_INDEX_DESCRIPTION_CHARS: usize = 120;
+/// How long a tool's input schema may be as a turn is shown it (in the
+/// exposure and by `describe`), in characters, the note saying how much was
+/// cut included. The whole schema still checks every call.
+pub const MAX_SHOWN_SCHEMA_CHARS: usize = 4000;
 /// How long the content of one framed result may be, in characters.
 pub const MAX_RESULT_CHARS: usize = 100_000;
