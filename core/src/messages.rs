@@ -5,7 +5,9 @@
 //! session's notices are all written here, so that one reason has one
 //! wording wherever a turn meets it. Provider text reaches these functions
 //! already made plain ([`crate::framing`]); results and provider errors
-//! arrive framed.
+//! arrive framed. Here it is laid out so it cannot stand where the gateway's
+//! own lines stand: each line of a description after [`PROVIDER_LINE`],
+//! titles, summaries and schemas after a label of the gateway's.
 //!
 //! It is not where the command's own syntax is refused: those messages
 //! explain the grammar and live beside it, in [`crate::command`].

@@ -1,8 +1,13 @@
 //! Properties of framing over arbitrary provider content: the frame cannot be
-//! closed from inside, nothing hidden survives, the size stays bounded.
+//! closed from inside, nothing hidden survives, the size stays bounded, and a
+//! schema as a turn is shown it is bounded, one line, and whole JSON when it
+//! fits.
 
 use proptest::prelude::*;
-use spear_capabilities::framing::{FrameHead, MAX_RESULT_CHARS, block, one_line, strip};
+use serde_json::{Value, json};
+use spear_capabilities::framing::{
+    FrameHead, MAX_RESULT_CHARS, block, json_text, one_line, schema_text, strip,
+};
 
 /// Text biased towards what an attacker would send: marker pieces, escapes,
 /// bidi and zero-width characters, newlines.
@@ -54,6 +59,48 @@ proptest! {
         prop_assert!(!line.contains('\n') && line.chars().count() <= 120);
     }
 
+}
+
+/// A schema-shaped value whose strings are [`hostile`]: nested
+/// properties, each with a description and a title, and an enum.
+fn hostile_schema() -> impl Strategy<Value = Value> {
+    let leaf = (hostile(), hostile(), prop::collection::vec(hostile(), 0..3)).prop_map(
+        |(description, title, values)| {
+            json!({"type": "string", "description": description, "title": title, "enum": values})
+        },
+    );
+    leaf.prop_recursive(3, 16, 4, |inner| {
+        (prop::collection::btree_map("[a-z<>]{1,6}", inner, 0..4), hostile()).prop_map(
+            |(properties, description)| {
+                json!({"type": "object", "properties": properties, "description": description})
+            },
+        )
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(100))]
+
+    #[test]
+    fn a_shown_schema_is_bounded_plain_and_whole_json_when_it_fits(
+        schema in hostile_schema(),
+        max in 40usize..3000,
+    ) {
+        let note = |shown: usize, total: usize| format!(" … ({shown} of {total} shown)");
+        let t = schema_text(&schema, max, note);
+        prop_assert!(t.chars().count() <= max, "{} > {max}", t.chars().count());
+        prop_assert!(!t.contains('\n') && !t.contains("<<<") && !t.contains(">>>"), "{:?}", t);
+        prop_assert!(!t.chars().any(|c| c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200b}'..='\u{200f}' | '\u{e0000}'..='\u{e007f}')), "{:?}", t);
+        let whole = json_text(&schema);
+        if whole.chars().count() <= max && !whole.contains("<<<") && !whole.contains(">>>") {
+            prop_assert_eq!(&t, &whole);
+            let back: Value = serde_json::from_str(&t).expect("whole JSON");
+            prop_assert_eq!(back, schema);
+        } else if !t.ends_with(" shown)") {
+            // Not cut, only marker-neutralised: still the whole text.
+            prop_assert!(whole.chars().count() <= max, "{:?}", t);
+        }
+    }
 }
 
 proptest! {
