@@ -8,8 +8,8 @@
 //! resolving, at most [`MAX_SCHEMA_NODES`] schema nodes reachable when every
 //! `$ref` is followed, and every regular expression (`pattern`, the keys of
 //! `patternProperties`) compiling within [`MAX_PATTERN_SIZE`]. One listing's
-//! distinct schemas may come to at most [`MAX_LISTING_SCHEMA_BYTES`] and
-//! [`MAX_LISTING_PATTERNS`] distinct expressions. Vetting also finds which
+//! distinct schemas may come to at most [`MAX_LISTING_SCHEMA_BYTES`], and
+//! their distinct expressions to [`MAX_LISTING_PATTERN_BYTES`] compiled. Vetting also finds which
 //! argument names the schema declares ([`Declared`]).
 //!
 //! The full compile of the schema is not done here: it waits for the tool's
@@ -32,17 +32,20 @@ pub const MAX_SCHEMA_BYTES: usize = 256 * 1024;
 pub const MAX_SCHEMA_NODES: u64 = 100_000;
 
 /// The most bytes one compiled regular expression (`pattern` or a key of
-/// `patternProperties`) may take: the regex engine's size limit.
-pub const MAX_PATTERN_SIZE: usize = 64 * 1024;
+/// `patternProperties`) may take: the regex engine's size limit. Patterns
+/// as servers write them take a few KiB; a repeated Unicode class such as
+/// `^[\p{L}\p{N}_-]{1,64}$` about 1.1 MiB, over the budget.
+pub const MAX_PATTERN_SIZE: usize = 1024 * 1024;
 
 /// The most bytes of compact JSON all the distinct schemas of one listing
 /// may come to.
 pub const MAX_LISTING_SCHEMA_BYTES: usize = 16 * 1024 * 1024;
 
-/// The most distinct regular expressions one listing's schemas may hold:
-/// each is compiled once at listing, so this with [`MAX_PATTERN_SIZE`]
-/// bounds the start's work.
-pub const MAX_LISTING_PATTERNS: usize = 1_000;
+/// The most bytes the distinct regular expressions of one listing may take
+/// compiled, all together (a pattern that fails counts as much as the limit
+/// it failed at). Each is compiled once at listing and dropped: this bounds
+/// the start's work on patterns, and what the first calls can compile.
+pub const MAX_LISTING_PATTERN_BYTES: usize = 8 * 1024 * 1024;
 
 /// The deepest a schema may nest, counting every `$ref` followed.
 pub const MAX_SCHEMA_DEPTH: usize = 128;
@@ -77,6 +80,7 @@ pub struct Vetted {
 #[derive(Debug, Default)]
 pub struct ListingBudget {
     schema_bytes: usize,
+    pattern_bytes: usize,
     patterns: HashMap<String, Result<(), String>>,
 }
 
@@ -114,17 +118,37 @@ impl ListingBudget {
         Ok(Vetted { declared, nodes })
     }
 
-    /// Compiles `pattern` once per listing under [`MAX_PATTERN_SIZE`].
+    /// Compiles `pattern` once per listing, under [`MAX_PATTERN_SIZE`] and
+    /// what is left of [`MAX_LISTING_PATTERN_BYTES`].
     fn pattern(&mut self, pattern: &str) -> Result<(), String> {
         if let Some(verdict) = self.patterns.get(pattern) {
             return verdict.clone();
         }
-        if self.patterns.len() >= MAX_LISTING_PATTERNS {
-            return Err(format!(
-                "the provider's schemas hold more than the budget of {MAX_LISTING_PATTERNS} distinct patterns"
-            ));
-        }
-        let verdict = compile_pattern(pattern);
+        let left = MAX_LISTING_PATTERN_BYTES.saturating_sub(self.pattern_bytes);
+        let limit = left.min(MAX_PATTERN_SIZE);
+        let compiled = if left == 0 {
+            Err(Failed::Size)
+        } else {
+            compile_pattern(pattern, limit)
+        };
+        let verdict = match compiled {
+            Ok(size) => {
+                self.pattern_bytes += size;
+                Ok(())
+            }
+            Err(Failed::Size) if limit < MAX_PATTERN_SIZE => {
+                self.pattern_bytes = MAX_LISTING_PATTERN_BYTES;
+                Err(format!(
+                    "the provider's patterns come to more than the budget of {MAX_LISTING_PATTERN_BYTES} bytes compiled in all"
+                ))
+            }
+            Err(failed) => {
+                if failed == Failed::Size {
+                    self.pattern_bytes += limit;
+                }
+                Err(pattern_problem(pattern))
+            }
+        };
         self.patterns.insert(pattern.to_owned(), verdict.clone());
         verdict
     }
@@ -139,23 +163,66 @@ pub(crate) fn pattern_options() -> jsonschema::PatternOptions<jsonschema::FancyR
         .backtrack_limit(100_000)
 }
 
-/// Compiles `pattern` the way the schema's full compile will, to learn
-/// whether it can be used.
-fn compile_pattern(pattern: &str) -> Result<(), String> {
+/// Why a pattern did not compile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Failed {
+    /// Over the size limit.
+    Size,
+    /// Invalid, or the compiler failed.
+    Invalid,
+}
+
+/// The compiled size of `pattern`, if it compiles within `limit` bytes.
+/// Translated as jsonschema translates it, only its forward NFA is built
+/// (what the engine's size limit bounds), several times cheaper than the
+/// whole engine; a pattern that needs more (lookaround, backreferences)
+/// is compiled whole, under the same limit.
+fn compile_pattern(pattern: &str, limit: usize) -> Result<usize, Failed> {
+    use regex_automata::nfa::thompson;
+    let nfa = std::panic::catch_unwind(|| {
+        let translated = jsonschema_regex::to_rust_regex(pattern).ok()?;
+        let config = thompson::Config::new().nfa_size_limit(Some(limit));
+        Some(
+            thompson::Compiler::new()
+                .configure(config)
+                .build(&translated),
+        )
+    });
+    match nfa {
+        Ok(Some(Ok(nfa))) => Ok(nfa.memory_usage()),
+        Ok(Some(Err(e))) if e.size_limit().is_some() => Err(Failed::Size),
+        Err(_) => Err(Failed::Invalid),
+        // Syntax only fancy-regex knows, or invalid: its engine decides.
+        Ok(Some(Err(_)) | None) => compile_whole_pattern(pattern, limit),
+    }
+}
+
+/// Why `pattern` cannot be used.
+fn pattern_problem(pattern: &str) -> String {
+    format!(
+        "the input schema's pattern {} does not compile: it is invalid, or larger than the budget of {MAX_PATTERN_SIZE} bytes",
+        one_line(&format!("{pattern:?}"), 80)
+    )
+}
+
+/// Compiles `pattern` as the schema's full compile does, under `limit`; its
+/// size is not known, so it counts as the limit.
+fn compile_whole_pattern(pattern: &str, limit: usize) -> Result<usize, Failed> {
     let schema = serde_json::json!({ "pattern": pattern });
+    let options = jsonschema::PatternOptions::fancy_regex()
+        .size_limit(limit)
+        .dfa_size_limit(MAX_PATTERN_SIZE)
+        .backtrack_limit(100_000);
     let built = std::panic::catch_unwind(|| {
         jsonschema::options()
             .offline()
-            .with_pattern_options(pattern_options())
+            .with_pattern_options(options)
             .build(&schema)
             .map(drop)
     });
     match built {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(_)) | Err(_) => Err(format!(
-            "the input schema's pattern {} does not compile: it is invalid, or larger than the budget of {MAX_PATTERN_SIZE} bytes",
-            one_line(&format!("{pattern:?}"), 80)
-        )),
+        Ok(Ok(())) => Ok(limit),
+        Ok(Err(_)) | Err(_) => Err(Failed::Invalid),
     }
 }
 
@@ -522,25 +589,38 @@ mod tests {
 
     #[test]
     fn patterns_over_the_size_budget_are_refused_and_counted_per_listing() {
+        let with = |p: &str| json!({"type": "object", "properties": {"a": {"pattern": p}}});
+        assert!(vet(&with("^[a-z]+$")).is_ok());
+        let err = vet(&with("((")).expect_err("invalid");
         assert!(
-            vet(&json!({"type": "object", "properties": {"a": {"pattern": "^[a-z]+$"}}})).is_ok()
+            err.starts_with(r#"the input schema's pattern "((" does not compile"#),
+            "{err}"
         );
         let costly =
-            json!({"type": "object", "patternProperties": {"\\w{500}\\w{500}\\w{500}": {}}});
+            json!({"type": "object", "patternProperties": {r"^[\p{L}\p{N}_-]{1,200}$": {}}});
         let err = vet(&costly).expect_err("over the regex budget");
-        assert!(err.starts_with("the input schema's pattern"), "{err}");
-        let mut listing = ListingBudget::default();
-        for i in 0..MAX_LISTING_PATTERNS {
-            let s = json!({"type": "object", "properties": {"a": {"pattern": format!("^a{i}$")}}});
-            listing.vet(&s).expect("within the listing's budget");
-        }
-        let s = json!({"type": "object", "properties": {"a": {"pattern": "^one more$"}}});
         assert!(
-            listing
-                .vet(&s)
-                .expect_err("over")
-                .contains("distinct patterns")
+            err.ends_with("larger than the budget of 1048576 bytes"),
+            "{err}"
         );
+        // Lookbehind: compiled whole by jsonschema's engine, under the limit.
+        assert!(vet(&with("(?<=a)b")).is_ok());
+        // About 0.5 MiB each: the listing's 8 MiB take some 16 of them.
+        let mut listing = ListingBudget::default();
+        let verdicts: Vec<_> = (0..30)
+            .map(|i| listing.vet(&with(&format!(r"^[\p{{L}}\p{{N}}_-]{{1,28}}{i}$"))))
+            .collect();
+        let kept = verdicts.iter().take_while(|v| v.is_ok()).count();
+        assert!((10..20).contains(&kept), "{kept}");
+        for v in &verdicts[kept..] {
+            let err = v.as_ref().expect_err("over the listing's budget");
+            assert_eq!(
+                err,
+                "the provider's patterns come to more than the budget of 8388608 bytes compiled in all"
+            );
+        }
+        // A pattern seen before keeps its verdict.
+        assert!(listing.vet(&with(r"^[\p{L}\p{N}_-]{1,28}0$")).is_ok());
     }
 
     #[test]
