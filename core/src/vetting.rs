@@ -35,7 +35,7 @@ pub const MAX_SCHEMA_NODES: u64 = 100_000;
 /// `patternProperties`) may take: the regex engine's size limit. Patterns
 /// as servers write them take a few KiB; a repeated Unicode class such as
 /// `^[\p{L}\p{N}_-]{1,64}$` about 1.1 MiB, over the budget.
-pub const MAX_PATTERN_SIZE: usize = 1024 * 1024;
+pub const MAX_PATTERN_SIZE: usize = 256 * 1024;
 
 /// The most bytes of compact JSON all the distinct schemas of one listing
 /// may come to.
@@ -45,7 +45,7 @@ pub const MAX_LISTING_SCHEMA_BYTES: usize = 16 * 1024 * 1024;
 /// compiled, all together (a pattern that fails counts as much as the limit
 /// it failed at). Each is compiled once at listing and dropped: this bounds
 /// the start's work on patterns, and what the first calls can compile.
-pub const MAX_LISTING_PATTERN_BYTES: usize = 8 * 1024 * 1024;
+pub const MAX_LISTING_PATTERN_BYTES: usize = 4 * 1024 * 1024;
 
 /// The deepest a schema may nest, counting every `$ref` followed.
 pub const MAX_SCHEMA_DEPTH: usize = 128;
@@ -600,27 +600,27 @@ mod tests {
             json!({"type": "object", "patternProperties": {r"^[\p{L}\p{N}_-]{1,200}$": {}}});
         let err = vet(&costly).expect_err("over the regex budget");
         assert!(
-            err.ends_with("larger than the budget of 1048576 bytes"),
+            err.ends_with("larger than the budget of 262144 bytes"),
             "{err}"
         );
         // Lookbehind: compiled whole by jsonschema's engine, under the limit.
         assert!(vet(&with("(?<=a)b")).is_ok());
-        // About 0.5 MiB each: the listing's 8 MiB take some 16 of them.
+        // About 200 KiB each: the listing's 4 MiB take some 20 of them.
         let mut listing = ListingBudget::default();
         let verdicts: Vec<_> = (0..30)
-            .map(|i| listing.vet(&with(&format!(r"^[\p{{L}}\p{{N}}_-]{{1,28}}{i}$"))))
+            .map(|i| listing.vet(&with(&format!(r"^[\p{{L}}\p{{N}}_-]{{1,12}}{i}$"))))
             .collect();
         let kept = verdicts.iter().take_while(|v| v.is_ok()).count();
-        assert!((10..20).contains(&kept), "{kept}");
+        assert!((12..26).contains(&kept), "{kept}");
         for v in &verdicts[kept..] {
             let err = v.as_ref().expect_err("over the listing's budget");
             assert_eq!(
                 err,
-                "the provider's patterns come to more than the budget of 8388608 bytes compiled in all"
+                "the provider's patterns come to more than the budget of 4194304 bytes compiled in all"
             );
         }
         // A pattern seen before keeps its verdict.
-        assert!(listing.vet(&with(r"^[\p{L}\p{N}_-]{1,28}0$")).is_ok());
+        assert!(listing.vet(&with(r"^[\p{L}\p{N}_-]{1,12}0$")).is_ok());
     }
 
     #[test]
