@@ -4,8 +4,9 @@
 //! decides what is usable, the same way for every kind. A tool is admitted
 //! when its name can be part of a capability id (1 to
 //! [`MAX_TOOL_NAME`] characters of `A-Z a-z 0-9 _ . -`), no other tool of
-//! the provider has the same name, and its input schema is an object schema
-//! that compiles ([`ArgumentSchema`]). Every other tool is left out with its
+//! the provider has the same name, and its input schema passes vetting
+//! ([`crate::vetting`]: an object schema, local `$ref`s only, within the
+//! budgets); its full compile waits for the first call ([`ToolSchema`]). Every other tool is left out with its
 //! reason, for the audit trail; the provider's other tools stay.
 //!
 //! It is not where a tool's class is decided beyond the entry's `read`
@@ -17,10 +18,11 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::checks::ArgumentSchema;
+use crate::checks::ToolSchema;
 use crate::exposure::{Class, ShownCapability};
 use crate::framing::FrameHead;
 use crate::registry::ProviderEntry;
+use crate::vetting::ListingBudget;
 use crate::{RejectedTool, ToolList};
 
 /// The longest tool name, in characters.
@@ -33,8 +35,8 @@ pub(crate) struct Tool {
     pub(crate) name: String,
     /// What a turn is shown of it.
     pub(crate) shown: ShownCapability,
-    /// Its compiled argument schema, shared by the tools that have the same.
-    pub(crate) schema: Arc<ArgumentSchema>,
+    /// Its argument schema, shared by the tools that have the same.
+    pub(crate) schema: Arc<ToolSchema>,
     /// The start of every frame of its results.
     pub(crate) frame: FrameHead,
 }
@@ -124,19 +126,20 @@ pub(crate) fn admit(entry: &ProviderEntry, offered: ToolList) -> Admission {
     admission
 }
 
-/// The compiled schemas of one listing, by content.
+/// The vetted schemas of one listing, by content, and the listing's budget.
 ///
 /// Servers repeat schemas (every tool without arguments has the same one),
 /// and a schema's verdict does not depend on the tool it is on: each
-/// distinct schema is compiled once and shared. Schemas are found by a hash
+/// distinct schema is vetted once, and compiled at most once, shared. Schemas are found by a hash
 /// of their structure and then compared whole.
 #[derive(Default)]
 struct Schemas {
     seen: HashMap<u64, Vec<(Value, Verdict)>>,
+    budget: ListingBudget,
 }
 
-/// A compiled schema, or why it cannot be used.
-type Verdict = Result<Arc<ArgumentSchema>, String>;
+/// A usable schema, or why it cannot be used.
+type Verdict = Result<Arc<ToolSchema>, String>;
 
 impl Schemas {
     fn compile(&mut self, schema: &Value) -> Verdict {
@@ -146,7 +149,8 @@ impl Schemas {
         if let Some((_, verdict)) = same_hash.iter().find(|(s, _)| s == schema) {
             return verdict.clone();
         }
-        let verdict = ArgumentSchema::compile(schema).map(Arc::new);
+        let verdict = (self.budget.vet(schema))
+            .map(|vetted| Arc::new(ToolSchema::new(schema.clone(), vetted)));
         same_hash.push((schema.clone(), verdict.clone()));
         verdict
     }
@@ -245,7 +249,10 @@ mod tests {
         assert_eq!(r[3], r[2]);
         assert_eq!(r[4].1, "the input schema is not a JSON object");
         assert_eq!(r[5].1, "the input schema is not of type \"object\"");
-        assert!(r[6].1.starts_with("the input schema does not compile"));
+        assert!(
+            r[6].1
+                .starts_with("the input schema is not a valid JSON Schema")
+        );
     }
 
     #[test]

@@ -1,21 +1,23 @@
 //! Checks of a tool's argument schema and of a call's arguments.
 //!
-//! Schemas are compiled once per session, **offline**: `jsonschema` is built
-//! without its http and file resolvers, so a `$ref` outside the schema fails
-//! the compilation instead of reaching the network or the disk, and the tool
-//! is left out. A call's arguments must validate against the schema and name
-//! only properties it declares.
+//! A schema is vetted when its provider lists it ([`crate::vetting`]) and
+//! compiled at the tool's first call, once per session ([`ToolSchema`]),
+//! **offline**: `jsonschema` is built without its http and file resolvers,
+//! so a `$ref` outside the schema can never reach the network or the disk
+//! (vetting already refuses one). A call's arguments must validate against
+//! the schema and name only arguments it declares or admits
+//! ([`crate::vetting::Declared`]).
 //!
-//! It is not where a tool is admitted ([`crate::admission`] calls
-//! [`ArgumentSchema::compile`]) nor where a refusal is worded
-//! ([`crate::messages`]).
+//! It is not where a tool is admitted ([`crate::admission`]) nor where a
+//! refusal is worded ([`crate::messages`]).
 
-use std::collections::BTreeSet;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Arc, OnceLock};
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use crate::framing::one_line;
+use crate::vetting::{Declared, ListingBudget, Vetted, pattern_options};
 
 /// The most schema errors reported for one call.
 pub const MAX_ARGUMENT_ERRORS: usize = 8;
@@ -24,42 +26,54 @@ pub const MAX_ARGUMENT_ERRORS: usize = 8;
 #[derive(Debug)]
 pub struct ArgumentSchema {
     validator: jsonschema::Validator,
-    properties: BTreeSet<String>,
+    declared: Declared,
+    /// A schema no name matching one of `declared.patterns` satisfies:
+    /// `patternProperties` of every pattern, each `false`, compiled by the
+    /// same engine as the schema so that "matches" means the same.
+    pattern_names: Option<jsonschema::Validator>,
 }
 
 impl ArgumentSchema {
-    /// Compiles `schema`, which must be an object schema (`"type": "object"`)
+    /// Vets `schema` ([`crate::vetting`], with a budget of its own) and
+    /// compiles it: it must be an object schema (`"type": "object"`)
     /// needing nothing outside itself.
     ///
     /// # Errors
     /// A short reason, for the audit trail.
     pub fn compile(schema: &Value) -> Result<Self, String> {
-        let Value::Object(map) = schema else {
-            return Err("the input schema is not a JSON object".to_owned());
+        let vetted = ListingBudget::default().vet(schema)?;
+        Self::compile_vetted(schema, vetted)
+    }
+
+    /// Compiles `schema`, which vetting found usable as `vetted`.
+    fn compile_vetted(schema: &Value, vetted: Vetted) -> Result<Self, String> {
+        let validator =
+            build(schema).map_err(|e| format!("the input schema does not compile: {e}"))?;
+        let pattern_names = if vetted.declared.patterns.is_empty() {
+            None
+        } else {
+            let none: Map<String, Value> = (vetted.declared.patterns.iter())
+                .map(|p| (p.clone(), Value::Bool(false)))
+                .collect();
+            let names = build(&json!({ "patternProperties": none }))
+                .map_err(|e| format!("the input schema's patternProperties do not compile: {e}"))?;
+            Some(names)
         };
-        if map.get("type") != Some(&Value::String("object".to_owned())) {
-            return Err("the input schema is not of type \"object\"".to_owned());
-        }
-        let properties = match map.get("properties") {
-            None => BTreeSet::new(),
-            Some(Value::Object(p)) => p.keys().cloned().collect(),
-            Some(_) => return Err("the input schema's \"properties\" is not an object".to_owned()),
-        };
-        // A hostile schema must not take the runtime down with it.
-        let compiled = catch_unwind(AssertUnwindSafe(|| {
-            jsonschema::options().offline().build(schema)
-        }))
-        .map_err(|_| "the input schema crashed the schema compiler".to_owned())?;
-        let validator = compiled.map_err(|e| {
-            format!(
-                "the input schema does not compile: {}",
-                one_line(&e.to_string(), 300)
-            )
-        })?;
         Ok(Self {
             validator,
-            properties,
+            declared: vetted.declared,
+            pattern_names,
         })
+    }
+
+    /// Whether `name` is an argument the schema declares or admits.
+    fn declares(&self, name: &str) -> bool {
+        self.declared.open
+            || self.declared.names.contains(name)
+            || self.pattern_names.as_ref().is_some_and(|v| {
+                let probe = Value::Object(Map::from_iter([(name.to_owned(), Value::Null)]));
+                catch_unwind(AssertUnwindSafe(|| !v.is_valid(&probe))).unwrap_or(false)
+            })
     }
 
     /// Checks `arguments`, the JSON object a call would send: it must name
@@ -72,21 +86,13 @@ impl ArgumentSchema {
         let empty = Map::new();
         let keys = arguments.as_object().unwrap_or(&empty).keys();
         let mut errors: Vec<String> = keys
-            .filter(|k| !self.properties.contains(*k))
+            .filter(|k| !self.declares(k))
+            .take(MAX_ARGUMENT_ERRORS)
             .map(|k| {
-                let declared = if self.properties.is_empty() {
-                    "it declares none".to_owned()
-                } else {
-                    format!(
-                        "declared: {}",
-                        self.properties
-                            .iter()
-                            .map(String::as_str)
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )
-                };
-                one_line(&format!("unknown argument {k:?}; {declared}"), 400)
+                one_line(
+                    &format!("unknown argument {k:?}; {}", self.declared_text()),
+                    400,
+                )
             })
             .collect();
         // `is_valid` is true exactly when `iter_errors` finds nothing: the
@@ -121,6 +127,103 @@ impl ArgumentSchema {
             Ok(())
         } else {
             Err(errors)
+        }
+    }
+
+    /// What a refusal of an unknown argument says the schema declares.
+    fn declared_text(&self) -> String {
+        let d = &self.declared;
+        let names = d.names.iter().map(String::as_str).collect::<Vec<_>>();
+        let patterns = d
+            .patterns
+            .iter()
+            .map(|p| format!("{p:?}"))
+            .collect::<Vec<_>>();
+        match (names.is_empty(), patterns.is_empty()) {
+            (true, true) => "it declares none".to_owned(),
+            (false, true) => format!("declared: {}", names.join(", ")),
+            (true, false) => format!("declared: names matching {}", patterns.join(", ")),
+            (false, false) => format!(
+                "declared: {}, and names matching {}",
+                names.join(", "),
+                patterns.join(", ")
+            ),
+        }
+    }
+}
+
+/// Builds a validator of `schema` offline, under the pattern budget; a
+/// hostile schema must not take the runtime down with it.
+fn build(schema: &Value) -> Result<jsonschema::Validator, String> {
+    let built = catch_unwind(AssertUnwindSafe(|| {
+        jsonschema::options()
+            .offline()
+            .with_pattern_options(pattern_options())
+            .build(schema)
+    }))
+    .map_err(|_| "the schema compiler crashed".to_owned())?;
+    built.map_err(|e| one_line(&e.to_string(), 300))
+}
+
+/// A tool's input schema as admitted: vetted at listing, compiled at its
+/// first check and kept for the session, shared by every turn and by the
+/// tools of the listing that have the same schema.
+#[derive(Debug)]
+pub struct ToolSchema {
+    schema: Value,
+    vetted: Vetted,
+    compiled: OnceLock<Result<Arc<ArgumentSchema>, String>>,
+}
+
+/// Why a call's arguments were not accepted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CheckFailure {
+    /// The arguments do not fit the schema: every problem, each one line.
+    Arguments(Vec<String>),
+    /// The schema did not compile at its first use; the tool cannot be
+    /// called for the rest of the session. `first` is true for the check
+    /// that found it, so that it is audited once.
+    Unusable {
+        /// Why the schema cannot be used.
+        reason: String,
+        /// Whether this check compiled it.
+        first: bool,
+    },
+}
+
+impl ToolSchema {
+    /// A schema that vetting found usable as `vetted`.
+    pub fn new(schema: Value, vetted: Vetted) -> Self {
+        Self {
+            schema,
+            vetted,
+            compiled: OnceLock::new(),
+        }
+    }
+
+    /// Whether the schema has been compiled (by a first check).
+    pub fn is_compiled(&self) -> bool {
+        self.compiled.get().is_some()
+    }
+
+    /// Checks `arguments`, compiling the schema first if no check has yet.
+    /// Blocking and bounded by the vetting budgets: the gateway runs it off
+    /// the runtime's I/O threads.
+    ///
+    /// # Errors
+    /// The problems of the arguments, or why the schema cannot be used.
+    pub fn check(&self, arguments: &Value) -> Result<(), CheckFailure> {
+        let mut first = false;
+        let compiled = self.compiled.get_or_init(|| {
+            first = true;
+            ArgumentSchema::compile_vetted(&self.schema, self.vetted.clone()).map(Arc::new)
+        });
+        match compiled {
+            Ok(schema) => schema.check(arguments).map_err(CheckFailure::Arguments),
+            Err(reason) => Err(CheckFailure::Unusable {
+                reason: reason.clone(),
+                first,
+            }),
         }
     }
 }
@@ -162,7 +265,7 @@ mod tests {
             let s = json!({"type": "object", "properties": {"a": {"$ref": r}}});
             let err = ArgumentSchema::compile(&s).expect_err(r);
             assert!(
-                err.starts_with("the input schema does not compile"),
+                err.starts_with("the input schema has a $ref outside itself"),
                 "{r}: {err}"
             );
         }
@@ -177,8 +280,7 @@ mod tests {
         let s = ArgumentSchema::compile(&json!({
             "type": "object",
             "properties": {"q": {"type": "string"}, "n": {"type": "integer", "maximum": 5}},
-            "required": ["q"],
-            "additionalProperties": true
+            "required": ["q"]
         }))
         .expect("compiles");
         assert!(s.check(&json!({"q": "x", "n": 2})).is_ok());
@@ -193,6 +295,98 @@ mod tests {
             e.iter()
                 .any(|m| m.starts_with("arguments: ") && m.contains("\"q\"")),
             "{e:?}"
+        );
+    }
+
+    /// The four rows of issue 13.1: arguments a schema declares other than
+    /// by its top-level `properties` are accepted; what it forbids is not.
+    #[test]
+    fn arguments_declared_through_applicators_refs_patterns_and_additional_properties() {
+        let compile = |s: Value| ArgumentSchema::compile(&s).expect("compiles");
+        let all_of = compile(json!({"type": "object", "allOf": [
+            {"properties": {"query": {"type": "string"}}, "required": ["query"]},
+            {"properties": {"limit": {"type": "integer"}}}]}));
+        assert_eq!(all_of.check(&json!({"query": "x", "limit": 3})), Ok(()));
+        let e = all_of
+            .check(&json!({"limit": 3}))
+            .expect_err("required in allOf");
+        assert!(
+            e.iter().any(|m| m.contains("\"query\" is a required")),
+            "{e:?}"
+        );
+        let e = all_of
+            .check(&json!({"query": 1}))
+            .expect_err("a type error");
+        assert!(e.iter().any(|m| m.starts_with("at /query: ")), "{e:?}");
+        let e = all_of
+            .check(&json!({"query": "x", "other": 1}))
+            .expect_err("unnamed");
+        assert_eq!(e, [r#"unknown argument "other"; declared: limit, query"#]);
+
+        let open = compile(json!({"type": "object", "properties": {},
+                                  "additionalProperties": {"type": "string"}}));
+        assert_eq!(open.check(&json!({"env": "prod"})), Ok(()));
+        let e = open
+            .check(&json!({"env": 1}))
+            .expect_err("additional of the wrong type");
+        assert!(e[0].starts_with("at /env: "), "{e:?}");
+
+        let pattern = compile(
+            json!({"type": "object", "patternProperties": {"^x_": {"type": "integer"}},
+                                     "additionalProperties": false}),
+        );
+        assert_eq!(pattern.check(&json!({"x_count": 3})), Ok(()));
+        let e = pattern
+            .check(&json!({"count": 3}))
+            .expect_err("matches no pattern");
+        assert_eq!(
+            e[0],
+            r#"unknown argument "count"; declared: names matching "^x_""#
+        );
+        assert!(e.len() == 2 && e[1].contains("count"), "{e:?}");
+        assert!(pattern.check(&json!({"x_count": "3"})).is_err());
+
+        let referred = compile(json!({"type": "object", "$ref": "#/$defs/args",
+            "$defs": {"args": {"type": "object", "properties": {"id": {"type": "integer"}}}}}));
+        assert_eq!(referred.check(&json!({"id": 4})), Ok(()));
+        assert!(referred.check(&json!({"id": "4"})).is_err());
+        assert!(referred.check(&json!({"name": 4})).is_err());
+
+        let closed = compile(
+            json!({"type": "object", "properties": {"a": {}}, "additionalProperties": false}),
+        );
+        let e = closed
+            .check(&json!({"a": 1, "b": 2}))
+            .expect_err("forbidden");
+        assert_eq!(e[0], r#"unknown argument "b"; declared: a"#);
+    }
+
+    #[test]
+    fn a_tool_schema_compiles_at_its_first_check_and_a_failure_stays() {
+        let mut budget = ListingBudget::default();
+        let good = json!({"type": "object", "properties": {"a": {"type": "string"}}});
+        let tool = ToolSchema::new(good.clone(), budget.vet(&good).expect("vetted"));
+        assert!(!tool.is_compiled());
+        assert_eq!(tool.check(&json!({"a": "x"})), Ok(()));
+        assert!(tool.is_compiled());
+        assert!(matches!(
+            tool.check(&json!({"a": 1})),
+            Err(CheckFailure::Arguments(_))
+        ));
+        // Vetting resolves `$ref`s against the document; an embedded `$id`
+        // moves them elsewhere, which only the full compile finds.
+        let bad = json!({"type": "object", "properties": {"a": {"$id": "http://x.invalid/y", "$ref": "#/$defs/z"}},
+                         "$defs": {"z": {}}});
+        let tool = ToolSchema::new(bad.clone(), budget.vet(&bad).expect("vetted"));
+        let first = tool.check(&json!({})).expect_err("unusable");
+        assert!(
+            matches!(&first, CheckFailure::Unusable { first: true, reason } if reason.starts_with("the input schema does not compile")),
+            "{first:?}"
+        );
+        let again = tool.check(&json!({})).expect_err("still unusable");
+        assert!(
+            matches!(again, CheckFailure::Unusable { first: false, .. }),
+            "{again:?}"
         );
     }
 }

@@ -20,6 +20,7 @@ pub mod selection;
 pub mod session;
 pub mod tokens;
 pub mod turn;
+pub mod vetting;
 
 pub use audit::{Audit, AuditEvent, AuditRecord, AuditSink, JsonLinesSink, NullSink, Outcome};
 pub use connector::{Connector, KindConnector};

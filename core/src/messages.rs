@@ -13,6 +13,7 @@
 //! explain the grammar and live beside it, in [`crate::command`].
 
 use std::fmt::Write as _;
+use std::time::Duration;
 
 use crate::UnavailableReason;
 use crate::exposure::{Class, ShownCapability};
@@ -184,6 +185,32 @@ pub fn describe_first(capability: &str) -> String {
 /// is the framed list of what the schema found (its text is the provider's).
 pub fn arguments_do_not_fit(capability: &str, framed_errors: &str) -> String {
     format!("The arguments do not fit the schema of `{capability}`:\n{framed_errors}")
+}
+
+/// The refusal of a call whose arguments could not be checked within the
+/// provider's `timeout`: it was not sent.
+pub fn arguments_not_checked_in_time(capability: &str, timeout: Duration) -> String {
+    format!(
+        "The arguments of `{capability}` could not be checked against its schema within {} (the provider's timeout); the call was not sent.",
+        humantime::format_duration(timeout)
+    )
+}
+
+/// The refusal of a call whose arguments could not be checked at all (the
+/// checker failed): it was not sent.
+pub fn arguments_not_checked(capability: &str) -> String {
+    format!(
+        "The arguments of `{capability}` could not be checked against its schema; the call was not sent."
+    )
+}
+
+/// The refusal of a call to a tool whose schema failed to compile at its
+/// first call; `framed_reason` is the framed reason (the provider's text
+/// may be in it). The tool stays refused for the session.
+pub fn schema_unusable(capability: &str, framed_reason: &str) -> String {
+    format!(
+        "`{capability}` cannot be called in this session: its input schema cannot be used:\n{framed_reason}"
+    )
 }
 
 /// The refusal of a WRITE whose provider refuses writes.

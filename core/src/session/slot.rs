@@ -385,7 +385,20 @@ async fn start(inner: &Inner, slot: &Slot) -> Result<Ready, Error> {
             return Err(e);
         }
     };
-    let admission = admit(entry, listed);
+    // Vetting compiles the listing's patterns: bounded work, but off the
+    // runtime's I/O threads.
+    let owned = entry.clone();
+    let admission = match tokio::task::spawn_blocking(move || admit(&owned, listed)).await {
+        Ok(admission) => admission,
+        Err(_) => {
+            let _ = provider.shutdown().await;
+            return Err(Error::Protocol {
+                provider: entry.id.clone(),
+                message: "its tool list could not be vetted".to_owned(),
+                stderr: String::new(),
+            });
+        }
+    };
     for rejected in &admission.rejected {
         inner.audit.emit(AuditEvent::ToolRejected {
             provider: entry.id.clone(),

@@ -1,7 +1,9 @@
 //! `invoke`: a call checked before it reaches its provider.
 //!
 //! The capability must be one the turn admits (and, in index mode, one it
-//! has described); its arguments must fit the tool's schema; a WRITE runs
+//! has described); its arguments must fit the tool's schema (checked off
+//! the runtime's I/O threads, within the provider's timeout, the schema
+//! compiled at its first call and kept for the session); a WRITE runs
 //! only when the provider's write policy and the session's permission mode
 //! both allow it (an approval is recorded when it is given). The call then
 //! goes to the provider under its timeout and [`TIMEOUT_GRACE`], whatever
@@ -17,9 +19,10 @@ use serde_json::{Map, Value};
 
 use super::{Answer, AnswerStatus, Resolved, Turn};
 use crate::audit::{AuditEvent, Outcome};
+use crate::checks::CheckFailure;
 use crate::command::CapabilityId;
 use crate::exposure::{Class, Exposure};
-use crate::framing::{NoToken, json_text, result_text};
+use crate::framing::{NoToken, json_text, one_line, result_text};
 use crate::messages;
 use crate::permission::WriteRequest;
 use crate::registry::WritePolicy;
@@ -50,16 +53,9 @@ impl Turn {
         if self.shown.exposure == Exposure::Index && !admitted.described.load(Ordering::Relaxed) {
             return self.refuse(Some(id), line, &messages::describe_first(cap));
         }
-        let arguments = Value::Object(arguments);
-        if let Err(errors) = tool.schema.check(&arguments) {
-            let text = match tool.frame.frame(&errors.join("\n")) {
-                Ok(framed) => messages::arguments_do_not_fit(cap, &framed),
-                Err(no_token) => messages::arguments_do_not_fit(cap, &no_token.to_string()),
-            };
-            return self.refuse(Some(id), line, &text);
-        }
-        let Value::Object(arguments) = arguments else {
-            unreachable!("made an object above")
+        let arguments = match self.check(slot, tool, arguments).await {
+            Ok(arguments) => arguments,
+            Err(reason) => return self.refuse(Some(id), line, &reason),
         };
         let args_text = bounded_json(&arguments);
         if tool.shown.class == Class::Write {
@@ -94,6 +90,51 @@ impl Turn {
         let (label, answer) = self.outcome(slot, ready, id, tool, outcome);
         sent.done(label);
         answer
+    }
+
+    /// `arguments` checked against `tool`'s schema, compiled first if this
+    /// is its first call, on the runtime's blocking threads and within the
+    /// provider's timeout; or the refusal to give. Arguments that were not
+    /// checked are never sent.
+    async fn check(
+        &self,
+        slot: &Slot,
+        tool: &crate::admission::Tool,
+        arguments: Map<String, Value>,
+    ) -> Result<Map<String, Value>, String> {
+        let cap = &tool.shown.id;
+        let schema = Arc::clone(&tool.schema);
+        let checking = tokio::task::spawn_blocking(move || {
+            let arguments = Value::Object(arguments);
+            let verdict = schema.check(&arguments);
+            (arguments, verdict)
+        });
+        let framed = |text: &str| match tool.frame.frame(text) {
+            Ok(framed) => framed,
+            Err(no_token) => no_token.to_string(),
+        };
+        let checked = tokio::time::timeout(slot.entry.timeout, checking).await;
+        match checked {
+            Ok(Ok((Value::Object(arguments), Ok(())))) => Ok(arguments),
+            Ok(Ok((_, Err(CheckFailure::Arguments(errors))))) => Err(
+                messages::arguments_do_not_fit(cap, &framed(&errors.join("\n"))),
+            ),
+            Ok(Ok((_, Err(CheckFailure::Unusable { reason, first })))) => {
+                if first {
+                    self.audit.emit(AuditEvent::ToolRejected {
+                        provider: slot.entry.id.clone(),
+                        tool: one_line(&tool.name, 200),
+                        reason: one_line(&reason, 500),
+                    });
+                }
+                Err(messages::schema_unusable(cap, &framed(&reason)))
+            }
+            Ok(Ok((_, Ok(())))) | Ok(Err(_)) => Err(messages::arguments_not_checked(cap)),
+            Err(_) => Err(messages::arguments_not_checked_in_time(
+                cap,
+                slot.entry.timeout,
+            )),
+        }
     }
 
     /// The answer to a call that came back, and how it is audited.

@@ -1,0 +1,658 @@
+//! The vetting of a tool's input schema when its provider lists it: cheap,
+//! structural, and bounded by budgets, so that a tool whose schema cannot be
+//! used, or would cost more than a schema may, is never offered.
+//!
+//! A schema is vetted once per listing (the same schema on many tools once):
+//! it must be a JSON object of `"type": "object"`, at most
+//! [`MAX_SCHEMA_BYTES`] of compact JSON, with every `$ref` local and
+//! resolving, at most [`MAX_SCHEMA_NODES`] schema nodes reachable when every
+//! `$ref` is followed, and every regular expression (`pattern`, the keys of
+//! `patternProperties`) compiling within [`MAX_PATTERN_SIZE`]. One listing's
+//! distinct schemas may come to at most [`MAX_LISTING_SCHEMA_BYTES`], and
+//! their distinct expressions to [`MAX_LISTING_PATTERN_BYTES`] compiled. Vetting also finds which
+//! argument names the schema declares ([`Declared`]).
+//!
+//! The full compile of the schema is not done here: it waits for the tool's
+//! first call ([`crate::checks::ToolSchema`]), under the same pattern budget.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::io::{self, Write};
+
+use serde_json::{Map, Value};
+
+use crate::framing::one_line;
+
+/// The most bytes of compact JSON one tool's input schema may have.
+pub const MAX_SCHEMA_BYTES: usize = 256 * 1024;
+
+/// The most schema nodes validation of one schema can reach when every
+/// `$ref` is followed (a `$ref` back to a schema it is inside counts once).
+/// It bounds the work of one check: the 32-level schema whose every level
+/// refers twice to the next reaches about 2^34 nodes and is refused.
+pub const MAX_SCHEMA_NODES: u64 = 100_000;
+
+/// The most bytes one compiled regular expression (`pattern` or a key of
+/// `patternProperties`) may take: the regex engine's size limit. Patterns
+/// as servers write them take a few KiB; a repeated Unicode class such as
+/// `^[\p{L}\p{N}_-]{1,64}$` about 1.1 MiB, over the budget.
+pub const MAX_PATTERN_SIZE: usize = 256 * 1024;
+
+/// The most bytes of compact JSON all the distinct schemas of one listing
+/// may come to.
+pub const MAX_LISTING_SCHEMA_BYTES: usize = 16 * 1024 * 1024;
+
+/// The most bytes the distinct regular expressions of one listing may take
+/// compiled, all together (a pattern that fails counts as much as the limit
+/// it failed at). Each is compiled once at listing and dropped: this bounds
+/// the start's work on patterns, and what the first calls can compile.
+pub const MAX_LISTING_PATTERN_BYTES: usize = 4 * 1024 * 1024;
+
+/// The deepest a schema may nest, counting every `$ref` followed.
+pub const MAX_SCHEMA_DEPTH: usize = 128;
+
+/// The argument names a schema declares or admits.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Declared {
+    /// Names under `properties`, at the top or in a subschema applied to the
+    /// same object (`allOf`, `anyOf`, `oneOf`, `if`/`then`/`else`,
+    /// `dependentSchemas`, local `$ref`s).
+    pub names: BTreeSet<String>,
+    /// The keys of `patternProperties` found the same way: a name matching
+    /// one is declared.
+    pub patterns: BTreeSet<String>,
+    /// Whether some `additionalProperties` (or `unevaluatedProperties`)
+    /// found the same way is present and not `false`: every name is
+    /// declared.
+    pub open: bool,
+}
+
+/// What vetting found of a usable schema.
+#[derive(Debug, Clone)]
+pub struct Vetted {
+    /// The names it declares.
+    pub declared: Declared,
+    /// The schema nodes validation can reach, every `$ref` followed.
+    pub nodes: u64,
+}
+
+/// The budget of one listing: what its schemas have used so far, and the
+/// verdict on each regular expression already compiled.
+#[derive(Debug, Default)]
+pub struct ListingBudget {
+    schema_bytes: usize,
+    pattern_bytes: usize,
+    patterns: HashMap<String, Result<(), String>>,
+}
+
+impl ListingBudget {
+    /// Vets `schema`, counting it against this listing's budget.
+    ///
+    /// # Errors
+    /// Why the schema cannot be used: a short reason, for the audit trail.
+    pub fn vet(&mut self, schema: &Value) -> Result<Vetted, String> {
+        let Value::Object(map) = schema else {
+            return Err("the input schema is not a JSON object".to_owned());
+        };
+        if map.get("type") != Some(&Value::String("object".to_owned())) {
+            return Err("the input schema is not of type \"object\"".to_owned());
+        }
+        if !matches!(map.get("properties"), None | Some(Value::Object(_))) {
+            return Err("the input schema's \"properties\" is not an object".to_owned());
+        }
+        let bytes = compact_len(schema, MAX_SCHEMA_BYTES).ok_or_else(|| {
+            format!("the input schema is larger than the budget of {MAX_SCHEMA_BYTES} bytes")
+        })?;
+        if self.schema_bytes + bytes > MAX_LISTING_SCHEMA_BYTES {
+            return Err(format!(
+                "the provider's schemas come to more than the budget of {MAX_LISTING_SCHEMA_BYTES} bytes in all"
+            ));
+        }
+        let mut walk = Walk::new(schema);
+        let nodes = walk.reach(schema, 0)?;
+        for pattern in &walk.patterns {
+            self.pattern(pattern)?;
+        }
+        let declared = declared(schema, &mut walk)?;
+        meta_valid(schema)?;
+        self.schema_bytes += bytes;
+        Ok(Vetted { declared, nodes })
+    }
+
+    /// Compiles `pattern` once per listing, under [`MAX_PATTERN_SIZE`] and
+    /// what is left of [`MAX_LISTING_PATTERN_BYTES`].
+    fn pattern(&mut self, pattern: &str) -> Result<(), String> {
+        if let Some(verdict) = self.patterns.get(pattern) {
+            return verdict.clone();
+        }
+        let left = MAX_LISTING_PATTERN_BYTES.saturating_sub(self.pattern_bytes);
+        let limit = left.min(MAX_PATTERN_SIZE);
+        let compiled = if left == 0 {
+            Err(Failed::Size)
+        } else {
+            compile_pattern(pattern, limit)
+        };
+        let verdict = match compiled {
+            Ok(size) => {
+                self.pattern_bytes += size;
+                Ok(())
+            }
+            Err(Failed::Size) if limit < MAX_PATTERN_SIZE => {
+                self.pattern_bytes = MAX_LISTING_PATTERN_BYTES;
+                Err(format!(
+                    "the provider's patterns come to more than the budget of {MAX_LISTING_PATTERN_BYTES} bytes compiled in all"
+                ))
+            }
+            Err(failed) => {
+                if failed == Failed::Size {
+                    self.pattern_bytes += limit;
+                }
+                Err(pattern_problem(pattern))
+            }
+        };
+        self.patterns.insert(pattern.to_owned(), verdict.clone());
+        verdict
+    }
+}
+
+/// The pattern options every compile of a provider's schema uses: the regex
+/// engine jsonschema defaults to, bounded by [`MAX_PATTERN_SIZE`].
+pub(crate) fn pattern_options() -> jsonschema::PatternOptions<jsonschema::FancyRegex> {
+    jsonschema::PatternOptions::fancy_regex()
+        .size_limit(MAX_PATTERN_SIZE)
+        .dfa_size_limit(MAX_PATTERN_SIZE)
+        .backtrack_limit(100_000)
+}
+
+/// Why a pattern did not compile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Failed {
+    /// Over the size limit.
+    Size,
+    /// Invalid, or the compiler failed.
+    Invalid,
+}
+
+/// The compiled size of `pattern`, if it compiles within `limit` bytes.
+/// Translated as jsonschema translates it, only its forward NFA is built
+/// (what the engine's size limit bounds), several times cheaper than the
+/// whole engine; a pattern that needs more (lookaround, backreferences)
+/// is compiled whole, under the same limit.
+fn compile_pattern(pattern: &str, limit: usize) -> Result<usize, Failed> {
+    use regex_automata::nfa::thompson;
+    let nfa = std::panic::catch_unwind(|| {
+        let translated = jsonschema_regex::to_rust_regex(pattern).ok()?;
+        let config = thompson::Config::new().nfa_size_limit(Some(limit));
+        Some(
+            thompson::Compiler::new()
+                .configure(config)
+                .build(&translated),
+        )
+    });
+    match nfa {
+        Ok(Some(Ok(nfa))) => Ok(nfa.memory_usage()),
+        Ok(Some(Err(e))) if e.size_limit().is_some() => Err(Failed::Size),
+        Err(_) => Err(Failed::Invalid),
+        // Syntax only fancy-regex knows, or invalid: its engine decides.
+        Ok(Some(Err(_)) | None) => compile_whole_pattern(pattern, limit),
+    }
+}
+
+/// Why `pattern` cannot be used.
+fn pattern_problem(pattern: &str) -> String {
+    format!(
+        "the input schema's pattern {} does not compile: it is invalid, or larger than the budget of {MAX_PATTERN_SIZE} bytes",
+        one_line(&format!("{pattern:?}"), 80)
+    )
+}
+
+/// Compiles `pattern` as the schema's full compile does, under `limit`; its
+/// size is not known, so it counts as the limit.
+fn compile_whole_pattern(pattern: &str, limit: usize) -> Result<usize, Failed> {
+    let schema = serde_json::json!({ "pattern": pattern });
+    let options = jsonschema::PatternOptions::fancy_regex()
+        .size_limit(limit)
+        .dfa_size_limit(MAX_PATTERN_SIZE)
+        .backtrack_limit(100_000);
+    let built = std::panic::catch_unwind(|| {
+        jsonschema::options()
+            .offline()
+            .with_pattern_options(options)
+            .build(&schema)
+            .map(drop)
+    });
+    match built {
+        Ok(Ok(())) => Ok(limit),
+        Ok(Err(_)) | Err(_) => Err(Failed::Invalid),
+    }
+}
+
+/// Checks `schema` against its draft's meta-schema (bundled, offline).
+fn meta_valid(schema: &Value) -> Result<(), String> {
+    let checked = std::panic::catch_unwind(|| {
+        jsonschema::meta::validate(schema).map_err(|e| one_line(&e.to_string(), 300))
+    });
+    match checked {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(format!("the input schema is not a valid JSON Schema: {e}")),
+        Err(_) => Err("the input schema crashed the meta-schema check".to_owned()),
+    }
+}
+
+/// The length of `value`'s compact JSON, or `None` past `limit`, found
+/// without keeping the text.
+fn compact_len(value: &Value, limit: usize) -> Option<usize> {
+    struct Count(usize, usize);
+    impl Write for Count {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0 += buf.len();
+            if self.0 > self.1 {
+                return Err(io::Error::other("over"));
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0, limit);
+    serde_json::to_writer(&mut count, value).ok()?;
+    Some(count.0)
+}
+
+/// Keywords whose value is one subschema.
+const ONE: &[&str] = &[
+    "additionalProperties",
+    "unevaluatedProperties",
+    "items",
+    "additionalItems",
+    "unevaluatedItems",
+    "contains",
+    "propertyNames",
+    "not",
+    "if",
+    "then",
+    "else",
+];
+/// Keywords whose value is an array of subschemas.
+const MANY: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems", "items"];
+/// Keywords whose value maps names to subschemas.
+const BY_NAME: &[&str] = &[
+    "properties",
+    "patternProperties",
+    "dependentSchemas",
+    "dependencies",
+];
+/// Keywords holding subschemas only `$ref`s reach: walked, not counted.
+const DEFINITIONS: &[&str] = &["$defs", "definitions"];
+/// Keywords whose value is a reference.
+const REFS: &[&str] = &["$ref", "$dynamicRef", "$recursiveRef"];
+
+/// One walk over a schema: the nodes reachable, the patterns it holds.
+struct Walk<'a> {
+    root: &'a Value,
+    /// Reachable nodes below each node already counted, by address.
+    counted: HashMap<*const Value, u64>,
+    /// The nodes being counted, to cut cycles.
+    open: HashSet<*const Value>,
+    patterns: BTreeSet<String>,
+    anchors: Option<HashMap<&'a str, &'a Value>>,
+}
+
+impl<'a> Walk<'a> {
+    fn new(root: &'a Value) -> Self {
+        Self {
+            root,
+            counted: HashMap::new(),
+            open: HashSet::new(),
+            patterns: BTreeSet::new(),
+            anchors: None,
+        }
+    }
+
+    /// The nodes validation can reach from `node`, itself included.
+    fn reach(&mut self, node: &'a Value, depth: usize) -> Result<u64, String> {
+        if depth > MAX_SCHEMA_DEPTH {
+            return Err(format!(
+                "the input schema nests deeper than the budget of {MAX_SCHEMA_DEPTH} levels"
+            ));
+        }
+        let at: *const Value = node;
+        if let Some(&n) = self.counted.get(&at) {
+            return Ok(n);
+        }
+        let Value::Object(map) = node else {
+            return Ok(1);
+        };
+        if !self.open.insert(at) {
+            // A cycle: validation follows it only as deep as the arguments go.
+            return Ok(1);
+        }
+        let mut n: u64 = 1;
+        for (key, value) in map {
+            let key = key.as_str();
+            if REFS.contains(&key) {
+                if let Value::String(reference) = value {
+                    let target = self.resolve(reference)?;
+                    n = n.saturating_add(self.reach(target, depth + 1)?);
+                }
+            } else if key == "pattern" {
+                if let Value::String(p) = value {
+                    self.patterns.insert(p.clone());
+                }
+            } else if ONE.contains(&key) && value.is_object() {
+                n = n.saturating_add(self.reach(value, depth + 1)?);
+            } else if MANY.contains(&key) {
+                for item in value.as_array().into_iter().flatten() {
+                    n = n.saturating_add(self.reach(item, depth + 1)?);
+                }
+            } else if BY_NAME.contains(&key) || DEFINITIONS.contains(&key) {
+                let counts = !DEFINITIONS.contains(&key);
+                for (name, item) in value.as_object().into_iter().flatten() {
+                    if key == "patternProperties" {
+                        self.patterns.insert(name.clone());
+                    }
+                    if item.is_object() {
+                        let below = self.reach(item, depth + 1)?;
+                        if counts {
+                            n = n.saturating_add(below);
+                        }
+                    }
+                }
+            }
+            if n > MAX_SCHEMA_NODES {
+                return Err(format!(
+                    "the input schema reaches more than the budget of {MAX_SCHEMA_NODES} schema nodes when its $refs are followed"
+                ));
+            }
+        }
+        self.open.remove(&at);
+        self.counted.insert(at, n);
+        Ok(n)
+    }
+
+    /// The subschema `reference` names within the schema.
+    fn resolve(&mut self, reference: &str) -> Result<&'a Value, String> {
+        let outside = || {
+            format!(
+                "the input schema has a $ref outside itself or that does not resolve: {}",
+                one_line(&format!("{reference:?}"), 120)
+            )
+        };
+        let Some(fragment) = reference.strip_prefix('#') else {
+            return Err(outside());
+        };
+        let fragment = percent_decode(fragment).ok_or_else(outside)?;
+        if fragment.is_empty() {
+            return Ok(self.root);
+        }
+        if fragment.starts_with('/') {
+            return self.root.pointer(&fragment).ok_or_else(outside);
+        }
+        let root = self.root;
+        let anchors = self.anchors.get_or_insert_with(|| {
+            let mut found = HashMap::new();
+            anchors(root, &mut found, 0);
+            found
+        });
+        anchors.get(fragment.as_str()).copied().ok_or_else(outside)
+    }
+}
+
+/// Every `$anchor` (and `$dynamicAnchor`) of `node`, by name.
+fn anchors<'a>(node: &'a Value, found: &mut HashMap<&'a str, &'a Value>, depth: usize) {
+    if depth > MAX_SCHEMA_DEPTH {
+        return;
+    }
+    match node {
+        Value::Object(map) => {
+            for key in ["$anchor", "$dynamicAnchor"] {
+                if let Some(Value::String(name)) = map.get(key) {
+                    found.entry(name.as_str()).or_insert(node);
+                }
+            }
+            for value in map.values() {
+                anchors(value, found, depth + 1);
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|i| anchors(i, found, depth + 1)),
+        _ => {}
+    }
+}
+
+/// `%XX` escapes of a URI fragment decoded, or `None` when they are not
+/// UTF-8 or malformed.
+fn percent_decode(text: &str) -> Option<String> {
+    if !text.contains('%') {
+        return Some(text.to_owned());
+    }
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = text.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// The names `schema` declares: see [`Declared`].
+fn declared<'a>(schema: &'a Value, walk: &mut Walk<'a>) -> Result<Declared, String> {
+    let mut out = Declared::default();
+    let mut seen = HashSet::new();
+    let mut todo: Vec<&'a Value> = vec![schema];
+    while let Some(node) = todo.pop() {
+        let Value::Object(map) = node else { continue };
+        if !seen.insert(node as *const Value) {
+            continue;
+        }
+        gather(map, &mut out);
+        for key in ["allOf", "anyOf", "oneOf"] {
+            todo.extend(map.get(key).and_then(Value::as_array).into_iter().flatten());
+        }
+        for key in ["if", "then", "else"] {
+            todo.extend(map.get(key));
+        }
+        for key in ["dependentSchemas", "dependencies"] {
+            let by_name = map.get(key).and_then(Value::as_object);
+            todo.extend(by_name.into_iter().flat_map(Map::values));
+        }
+        for key in REFS {
+            if let Some(Value::String(reference)) = map.get(*key) {
+                todo.push(walk.resolve(reference)?);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// What one object schema declares directly.
+fn gather(map: &Map<String, Value>, out: &mut Declared) {
+    if let Some(Value::Object(p)) = map.get("properties") {
+        out.names.extend(p.keys().cloned());
+    }
+    if let Some(Value::Object(p)) = map.get("patternProperties") {
+        out.patterns.extend(p.keys().cloned());
+    }
+    for key in ["additionalProperties", "unevaluatedProperties"] {
+        if map.get(key).is_some_and(|v| v != &Value::Bool(false)) {
+            out.open = true;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn vet(schema: &Value) -> Result<Vetted, String> {
+        ListingBudget::default().vet(schema)
+    }
+
+    /// The schema of issue 18.1: `levels` levels, each referring twice to
+    /// the next, under a top-level `$ref`.
+    pub(crate) fn doubling(levels: usize) -> Value {
+        let mut defs = Map::new();
+        for i in 0..levels {
+            defs.insert(
+                format!("d{i}"),
+                json!({"allOf": [{"$ref": format!("#/$defs/d{}", i + 1)},
+                                 {"$ref": format!("#/$defs/d{}", i + 1), "minLength": 0}]}),
+            );
+        }
+        defs.insert(format!("d{levels}"), json!({}));
+        json!({"type": "object", "$ref": "#/$defs/d0", "$defs": defs})
+    }
+
+    #[test]
+    fn the_doubling_schema_is_over_the_expansion_budget_and_a_shallower_one_is_not() {
+        let err = vet(&doubling(32)).expect_err("over budget");
+        assert!(
+            err.contains("more than the budget of 100000 schema nodes"),
+            "{err}"
+        );
+        let under = vet(&doubling(14)).expect("under budget");
+        assert!(under.nodes > MAX_SCHEMA_NODES / 4 && under.nodes <= MAX_SCHEMA_NODES);
+        assert!(vet(&doubling(15)).is_err());
+    }
+
+    #[test]
+    fn refs_must_be_local_and_resolve_and_cycles_are_counted_once() {
+        for r in [
+            "http://x/s",
+            "file:///etc/passwd",
+            "other.json#/a",
+            "#/$defs/nope",
+            "#nope",
+            "#/%zz",
+        ] {
+            let s = json!({"type": "object", "properties": {"a": {"$ref": r}}, "$defs": {}});
+            let err = vet(&s).expect_err(r);
+            assert!(
+                err.starts_with("the input schema has a $ref outside itself"),
+                "{r}: {err}"
+            );
+        }
+        let cyclic = json!({"type": "object", "properties": {"child": {"$ref": "#"}},
+                            "$defs": {"a": {"$anchor": "here", "type": "string"}},
+                            "allOf": [{"$ref": "#here"}, {"$ref": "#/$defs/a%20b"}]});
+        let err = vet(&cyclic).expect_err("a%20b is not there");
+        assert!(err.contains("a%20b"), "{err}");
+        let mut fixed = cyclic;
+        fixed["$defs"]["a b"] = json!({});
+        let v = vet(&fixed).expect("resolves");
+        assert!(v.nodes < 10, "{}", v.nodes);
+    }
+
+    #[test]
+    fn a_deep_chain_of_refs_is_refused_not_a_stack_overflow() {
+        let mut defs = Map::new();
+        for i in 0..1_000 {
+            defs.insert(
+                format!("a{i}"),
+                json!({"$ref": format!("#/$defs/a{}", i + 1)}),
+            );
+        }
+        let s = json!({"type": "object", "$ref": "#/$defs/a0", "$defs": defs});
+        let err = vet(&s).expect_err("too deep");
+        assert!(
+            err.contains("deeper than the budget of 128 levels"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn schema_and_listing_bytes_are_budgeted() {
+        let big = json!({"type": "object", "description": "x".repeat(MAX_SCHEMA_BYTES)});
+        let err = vet(&big).expect_err("too big");
+        assert_eq!(
+            err,
+            "the input schema is larger than the budget of 262144 bytes"
+        );
+        let mut listing = ListingBudget::default();
+        let mut refused = 0;
+        for i in 0..100 {
+            let s = json!({"type": "object", "description": format!("{i}{}", "x".repeat(200_000))});
+            if let Err(e) = listing.vet(&s) {
+                assert!(e.contains("in all"), "{e}");
+                refused += 1;
+            }
+        }
+        assert_eq!(refused, 100 - MAX_LISTING_SCHEMA_BYTES / 200_002);
+    }
+
+    #[test]
+    fn patterns_over_the_size_budget_are_refused_and_counted_per_listing() {
+        let with = |p: &str| json!({"type": "object", "properties": {"a": {"pattern": p}}});
+        assert!(vet(&with("^[a-z]+$")).is_ok());
+        let err = vet(&with("((")).expect_err("invalid");
+        assert!(
+            err.starts_with(r#"the input schema's pattern "((" does not compile"#),
+            "{err}"
+        );
+        let costly =
+            json!({"type": "object", "patternProperties": {r"^[\p{L}\p{N}_-]{1,200}$": {}}});
+        let err = vet(&costly).expect_err("over the regex budget");
+        assert!(
+            err.ends_with("larger than the budget of 262144 bytes"),
+            "{err}"
+        );
+        // Lookbehind: compiled whole by jsonschema's engine, under the limit.
+        assert!(vet(&with("(?<=a)b")).is_ok());
+        // About 200 KiB each: the listing's 4 MiB take some 20 of them.
+        let mut listing = ListingBudget::default();
+        let verdicts: Vec<_> = (0..30)
+            .map(|i| listing.vet(&with(&format!(r"^[\p{{L}}\p{{N}}_-]{{1,12}}{i}$"))))
+            .collect();
+        let kept = verdicts.iter().take_while(|v| v.is_ok()).count();
+        assert!((12..26).contains(&kept), "{kept}");
+        for v in &verdicts[kept..] {
+            let err = v.as_ref().expect_err("over the listing's budget");
+            assert_eq!(
+                err,
+                "the provider's patterns come to more than the budget of 4194304 bytes compiled in all"
+            );
+        }
+        // A pattern seen before keeps its verdict.
+        assert!(listing.vet(&with(r"^[\p{L}\p{N}_-]{1,12}0$")).is_ok());
+    }
+
+    #[test]
+    fn declared_names_come_through_applicators_and_refs() {
+        let d = |s: Value| vet(&s).expect("usable").declared;
+        let all = d(json!({"type": "object", "allOf": [
+            {"properties": {"query": {"type": "string"}}, "required": ["query"]},
+            {"properties": {"limit": {"type": "integer"}}}]}));
+        assert_eq!(all.names, ["limit", "query"].map(String::from).into());
+        assert!(!all.open);
+        let open = d(
+            json!({"type": "object", "properties": {}, "additionalProperties": {"type": "string"}}),
+        );
+        assert!(open.open);
+        let closed =
+            d(json!({"type": "object", "properties": {"a": {}}, "additionalProperties": false}));
+        assert!(!closed.open);
+        let pat = d(
+            json!({"type": "object", "patternProperties": {"^x_": {"type": "integer"}},
+                           "additionalProperties": false}),
+        );
+        assert_eq!(pat.patterns, ["^x_".to_owned()].into());
+        let referred = d(json!({"type": "object", "$ref": "#/$defs/args",
+                                "$defs": {"args": {"type": "object", "properties": {"id": {"type": "integer"}}}}}));
+        assert_eq!(referred.names, ["id".to_owned()].into());
+        let branches = d(json!({"type": "object", "if": {"properties": {"a": {}}},
+                                "then": {"properties": {"b": {}}}, "else": {"properties": {"c": {}}},
+                                "anyOf": [{"properties": {"d": {}}}], "oneOf": [{"$ref": "#"}],
+                                "properties": {"nested": {"properties": {"not_top": {}}}}}));
+        assert_eq!(
+            branches.names,
+            ["a", "b", "c", "d", "nested"].map(String::from).into()
+        );
+    }
+}
