@@ -22,8 +22,12 @@ use serde_json::{Map, Value};
 
 use crate::framing::one_line;
 
-/// The most bytes of compact JSON one tool's input schema may have.
-pub const MAX_SCHEMA_BYTES: usize = 256 * 1024;
+/// The most bytes of compact JSON one tool's input schema may have: room
+/// for long descriptions (a turn is shown them cut, see
+/// `framing::MAX_SHOWN_SCHEMA_CHARS`); the work a schema can cause is
+/// bounded by [`MAX_SCHEMA_NODES`], [`MAX_SCHEMA_DEPTH`] and the pattern
+/// budgets.
+pub const MAX_SCHEMA_BYTES: usize = 1024 * 1024;
 
 /// The most schema nodes validation of one schema can reach when every
 /// `$ref` is followed (a `$ref` back to a schema it is inside counts once).
@@ -573,7 +577,7 @@ mod tests {
         let err = vet(&big).expect_err("too big");
         assert_eq!(
             err,
-            "the input schema is larger than the budget of 262144 bytes"
+            format!("the input schema is larger than the budget of {MAX_SCHEMA_BYTES} bytes")
         );
         let mut listing = ListingBudget::default();
         let mut refused = 0;

@@ -77,4 +77,3 @@ pub enum ProviderState {
     /// Stopped because the session was closed.
     Stopped,
 }
-

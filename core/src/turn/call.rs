@@ -6,9 +6,10 @@
 //! compiled at its first call and kept for the session); a WRITE runs
 //! only when the provider's write policy and the session's permission mode
 //! both allow it (an approval is recorded when it is given). The call then
-//! goes to the provider under its timeout and [`TIMEOUT_GRACE`], whatever
-//! the provider does itself; its result comes back framed as external
-//! content. Every call that was sent is audited, also when the answer's
+//! goes to the provider, and the gateway's own work and the call together
+//! take at most the provider's timeout and [`TIMEOUT_GRACE`] (the person's
+//! approval is not counted), whatever the provider does itself; its result
+//! comes back framed as external content. Every call that was sent is audited, also when the answer's
 //! future is dropped before it came (outcome `cancelled`).
 
 use std::sync::Arc;
@@ -53,10 +54,13 @@ impl Turn {
         if self.shown.exposure == Exposure::Index && !admitted.described.load(Ordering::Relaxed) {
             return self.refuse(Some(id), line, &messages::describe_first(cap));
         }
+        let checking = Instant::now();
         let arguments = match self.check(slot, tool, arguments).await {
             Ok(arguments) => arguments,
             Err(reason) => return self.refuse(Some(id), line, &reason),
         };
+        // What the check took comes out of the call's bound.
+        let bound = (slot.entry.timeout + TIMEOUT_GRACE).saturating_sub(checking.elapsed());
         let args_text = bounded_json(&arguments);
         if tool.shown.class == Class::Write {
             let request = WriteRequest::new(cap.as_str(), &arguments);
@@ -78,15 +82,13 @@ impl Turn {
         };
         let provider: &dyn Provider = &*ready.provider;
         let call = provider.call_tool(CallRequest::new(tool.name.clone(), arguments));
-        let outcome = tokio::time::timeout(slot.entry.timeout + TIMEOUT_GRACE, call)
-            .await
-            .unwrap_or_else(|_| {
-                Err(Error::Timeout {
-                    provider: slot.entry.id.clone(),
-                    after: slot.entry.timeout,
-                    stderr: String::new(),
-                })
-            });
+        let outcome = tokio::time::timeout(bound, call).await.unwrap_or_else(|_| {
+            Err(Error::Timeout {
+                provider: slot.entry.id.clone(),
+                after: slot.entry.timeout,
+                stderr: String::new(),
+            })
+        });
         let (label, answer) = self.outcome(slot, ready, id, tool, outcome);
         sent.done(label);
         answer
