@@ -12,7 +12,11 @@
 //! `sh -c` leaves nothing behind.
 //!
 //! It is not the gateway: selection, exposure and framing are the core's.
-#![forbid(unsafe_code)]
+//!
+//! Unsafe code is denied (workspace lint) rather than forbidden: the one
+//! exception is the child's parent-death signal, set between fork and exec
+//! (`process.rs`, with its safety argument).
+#![deny(unsafe_code)]
 
 pub mod config;
 pub mod fuzzing;

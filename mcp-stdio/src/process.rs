@@ -4,12 +4,21 @@
 //! own process group so that shutdown and drop reach everything it started
 //! (`npx`, `uvx` and `sh -c` put the real server one or two levels down);
 //! tokio's `kill_on_drop` alone reaches only the direct child.
+//!
+//! On Linux the server also gets SIGKILL when the process that started it
+//! dies without a word (SIGKILL, abort): the parent-death signal, set in the
+//! child before exec. The kernel sends it when the *thread* that forked the
+//! child ends, and a runtime's threads come and go (tokio retires idle
+//! blocking threads), so every server is forked by one spawner thread that
+//! lives as long as the process. What it does not reach: the server's own
+//! children. Orphaned when the server is killed, they live on unless they
+//! watch their parent (`testkit/tests/parent_death.rs` shows both).
 
 use std::collections::VecDeque;
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use rustix::process::{Pid, Signal, kill_process_group, test_kill_process_group};
@@ -94,8 +103,8 @@ impl ServerProcess {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
-        let mut child = command
-            .spawn()
+        set_parent_death_signal(&mut command);
+        let mut child = spawn_on_spawner_thread(command)
             .map_err(|e| Failure::Start(format!("cannot start `{}`: {e}", program.display())))?;
         let (Some(stdin), Some(stdout), Some(mut stderr), Some(pid)) = (
             child.stdin.take(),
@@ -182,6 +191,66 @@ impl ServerProcess {
     fn group_alive(&self) -> bool {
         test_kill_process_group(self.pgid).is_ok() && live_members(self.pgid).is_none_or(|n| n > 0)
     }
+}
+
+/// Makes the kernel SIGKILL the server when this process dies (Linux).
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn set_parent_death_signal(command: &mut Command) {
+    let parent = rustix::process::getpid();
+    // SAFETY: the closure runs in the forked child between fork and exec,
+    // where only async-signal-safe calls are sound. It makes two system
+    // calls (prctl(2) PR_SET_PDEATHSIG and getppid(2)) and builds its error
+    // from an errno (no allocation); it takes no lock and touches no state
+    // shared with the parent's threads.
+    #[allow(unsafe_code)]
+    unsafe {
+        command.pre_exec(move || {
+            rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
+            // The parent died before the signal was set: it will never fire.
+            if rustix::process::getppid() != Some(parent) {
+                return Err(rustix::io::Errno::SRCH.into());
+            }
+            Ok(())
+        });
+    }
+}
+
+/// No parent-death signal elsewhere: the group is still ended on close and
+/// on drop.
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn set_parent_death_signal(_: &mut Command) {}
+
+/// A job for the spawner thread.
+type Job = Box<dyn FnOnce() + Send>;
+
+/// Spawns `command` on the spawner thread (see the module's documentation),
+/// registered with the caller's tokio runtime.
+fn spawn_on_spawner_thread(mut command: Command) -> std::io::Result<tokio::process::Child> {
+    static SPAWNER: OnceLock<Option<std::sync::mpsc::Sender<Job>>> = OnceLock::new();
+    let spawner = SPAWNER.get_or_init(|| {
+        let (jobs, queue) = std::sync::mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name("spear-spawner".into())
+            .spawn(move || queue.into_iter().for_each(|job| job()))
+            .ok()?;
+        Some(jobs)
+    });
+    let Some(spawner) = spawner else {
+        return Err(std::io::Error::other(
+            "the spawner thread could not be started",
+        ));
+    };
+    let runtime = tokio::runtime::Handle::try_current().map_err(std::io::Error::other)?;
+    let (done, child) = std::sync::mpsc::sync_channel(1);
+    spawner
+        .send(Box::new(move || {
+            let _inside = runtime.enter();
+            let _ = done.send(command.spawn());
+        }))
+        .map_err(|_| std::io::Error::other("the spawner thread has ended"))?;
+    child
+        .recv()
+        .map_err(|_| std::io::Error::other("the spawner thread has ended"))?
 }
 
 /// How many members of group `pgid` have not ended, where `/proc` says.
