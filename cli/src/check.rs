@@ -7,6 +7,8 @@ use serde_json::json;
 use spear_capabilities::registry::{self, CAPABILITIES_FILE_VAR};
 use spear_capabilities::{Audit, ProviderEntry, Registry};
 
+use crate::out::{Closed, out};
+
 pub(crate) fn run(file: Option<PathBuf>, projects: &Path, as_json: bool) -> ExitCode {
     let path =
         file.unwrap_or_else(|| registry::locate(projects, std::env::var_os(CAPABILITIES_FILE_VAR)));
@@ -27,9 +29,11 @@ pub(crate) fn run(file: Option<PathBuf>, projects: &Path, as_json: bool) -> Exit
                 "problems": r.problems.iter().map(ToString::to_string).collect::<Vec<_>>(),
             })).collect::<Vec<_>>(),
         });
-        println!("{out}");
-    } else {
-        print_text(&path, &registry);
+        if let Err(closed) = out!("{out}") {
+            return closed.code();
+        }
+    } else if let Err(closed) = print_text(&path, &registry) {
+        return closed.code();
     }
     if registry.refused().is_empty() {
         ExitCode::SUCCESS
@@ -51,12 +55,11 @@ fn entry_json(e: &ProviderEntry) -> serde_json::Value {
     })
 }
 
-fn print_text(path: &Path, registry: &Registry) {
+fn print_text(path: &Path, registry: &Registry) -> Result<(), Closed> {
     if let Some(notice) = registry.notice() {
-        println!("{notice}");
-        return;
+        return out!("{notice}");
     }
-    println!("{}", path.display());
+    out!("{}", path.display())?;
     for e in registry.entries() {
         let scope = e
             .scope
@@ -64,7 +67,7 @@ fn print_text(path: &Path, registry: &Registry) {
             .map_or_else(|| "none (applies nowhere)".to_owned(), ToString::to_string);
         let tasks: Vec<_> = e.tasks.iter().map(|t| t.as_str()).collect();
         let read: Vec<_> = e.read.iter().map(String::as_str).collect();
-        println!(
+        out!(
             "  ok       {}{}\n           kind {}; scope {}; tasks {}; write {}; timeout {}s\n           read: {}",
             e.id,
             if e.enabled { "" } else { " (disabled)" },
@@ -78,17 +81,17 @@ fn print_text(path: &Path, registry: &Registry) {
             } else {
                 read.join(", ")
             },
-        );
+        )?;
     }
     for r in registry.refused() {
-        println!("  refused  {}", r.label());
+        out!("  refused  {}", r.label())?;
         for p in &r.problems {
-            println!("           {p}");
+            out!("           {p}")?;
         }
     }
-    println!(
+    out!(
         "{} registered, {} refused",
         registry.entries().len(),
         registry.refused().len()
-    );
+    )
 }

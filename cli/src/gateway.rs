@@ -14,6 +14,7 @@ use spear_capabilities::{
 };
 
 use crate::context::ContextArgs;
+use crate::out::{Closed, out, out_raw};
 
 /// The session's permission mode.
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -86,6 +87,7 @@ async fn open(
         Arc::new(registry),
         SessionOptions::new("cli", mode).with_audit(audit),
     );
+    crate::out::opened(&session);
     let progress = std::io::stderr().is_terminal();
     if progress {
         eprint!("starting providers…");
@@ -134,14 +136,26 @@ fn answer_json(command: &str, answer: Option<&Answer>) -> Value {
     }
 }
 
-fn print_notices(session: &Session, as_json: bool) {
+fn print_notices(session: &Session, as_json: bool) -> Result<(), Closed> {
     for n in session.take_notices() {
         if as_json {
-            println!("{}", json!({"kind": "notice", "text": n}));
+            out!("{}", json!({"kind": "notice", "text": n}))?;
         } else {
-            println!("notice: {n}");
+            out!("notice: {n}")?;
         }
     }
+    Ok(())
+}
+
+/// Runs `body`, then closes the session however it ended: a closed
+/// standard output ends the command early, its providers stopped the same.
+async fn closing<F>(session: Session, body: F) -> ExitCode
+where
+    F: std::future::Future<Output = Result<ExitCode, Closed>>,
+{
+    let result = body.await;
+    crate::out::close(session).await;
+    result.unwrap_or_else(Closed::code)
 }
 
 /// `turn`: what the turn is shown, then the answer to each command.
@@ -156,47 +170,54 @@ pub(crate) async fn turn(
         Ok(x) => x,
         Err(code) => return code,
     };
-    let shown = turn.shown();
-    if as_json {
-        println!("{}", shown_json(shown));
-    } else {
-        println!(
-            "== what the turn is shown (exposure: {}) ==",
-            exposure_name(shown.exposure)
-        );
-        if shown.text.is_empty() {
-            println!("(nothing)");
-        } else {
-            print!("{}", with_newline(&shown.text));
-        }
-    }
-    print_notices(&session, as_json);
-    let commands = if commands.is_empty() {
-        std::io::stdin()
-            .lock()
-            .lines()
-            .map_while(Result::ok)
-            .filter(|l| !l.trim().is_empty())
-            .collect()
-    } else {
-        commands
-    };
-    for command in commands {
-        let answer = turn.answer(&command).await;
+    let body = async {
+        let shown = turn.shown();
         if as_json {
-            println!("{}", answer_json(&command, answer.as_ref()));
+            out!("{}", shown_json(shown))?;
         } else {
-            println!("\n$ {command}");
-            match &answer {
-                None => println!("(not a spear-capability command: the shell runs it)"),
-                Some(a) => println!("{}[{}]", with_newline(&a.text), status_name(a.status)),
+            out!(
+                "== what the turn is shown (exposure: {}) ==",
+                exposure_name(shown.exposure)
+            )?;
+            if shown.text.is_empty() {
+                out!("(nothing)")?;
+            } else {
+                out_raw!("{}", with_newline(&shown.text))?;
             }
         }
-        print_notices(&session, as_json);
-        let _ = std::io::stdout().flush();
-    }
-    session.close().await;
-    ExitCode::SUCCESS
+        print_notices(&session, as_json)?;
+        let commands = if commands.is_empty() {
+            // Off the runtime's thread, so that a signal is still handled
+            // while standard input stays open.
+            tokio::task::spawn_blocking(|| {
+                std::io::stdin()
+                    .lock()
+                    .lines()
+                    .map_while(Result::ok)
+                    .filter(|l| !l.trim().is_empty())
+                    .collect()
+            })
+            .await
+            .unwrap_or_default()
+        } else {
+            commands
+        };
+        for command in commands {
+            let answer = turn.answer(&command).await;
+            if as_json {
+                out!("{}", answer_json(&command, answer.as_ref()))?;
+            } else {
+                out!("\n$ {command}")?;
+                match &answer {
+                    None => out!("(not a spear-capability command: the shell runs it)")?,
+                    Some(a) => out!("{}[{}]", with_newline(&a.text), status_name(a.status))?,
+                }
+            }
+            print_notices(&session, as_json)?;
+        }
+        Ok(ExitCode::SUCCESS)
+    };
+    closing(session.clone(), body).await
 }
 
 fn with_newline(text: &str) -> String {
@@ -213,35 +234,35 @@ pub(crate) async fn list(ctx: &ContextArgs, as_json: bool) -> ExitCode {
         Ok(x) => x,
         Err(code) => return code,
     };
-    let shown = turn.shown();
-    if as_json {
-        println!("{}", shown_json(shown));
-    } else {
-        println!("providers:");
+    let body = async {
+        let shown = turn.shown();
+        if as_json {
+            out!("{}", shown_json(shown))?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        out!("providers:")?;
         let states = session.provider_states();
         if states.is_empty() {
-            println!("  (none reaches this turn)");
+            out!("  (none reaches this turn)")?;
         }
         for (id, state) in states {
             match state {
-                ProviderState::Ready { started_in, tools } => {
-                    println!(
-                        "  {id}: ready in {} ms, {tools} tools",
-                        started_in.as_millis()
-                    );
-                }
+                ProviderState::Ready { started_in, tools } => out!(
+                    "  {id}: ready in {} ms, {tools} tools",
+                    started_in.as_millis()
+                )?,
                 ProviderState::Unavailable { reason, message } => {
-                    println!("  {id}: unavailable ({reason}): {message}");
+                    out!("  {id}: unavailable ({reason}): {message}")?;
                 }
-                _ => println!("  {id}: {state:?}"),
+                _ => out!("  {id}: {state:?}")?,
             }
         }
-        println!(
+        out!(
             "exposure: {} ({} capabilities, about {} tokens of descriptions and schemas)",
             exposure_name(shown.exposure),
             shown.capabilities.len(),
             shown.tokens
-        );
+        )?;
         let width = shown
             .capabilities
             .iter()
@@ -249,11 +270,11 @@ pub(crate) async fn list(ctx: &ContextArgs, as_json: bool) -> ExitCode {
             .max()
             .unwrap_or(0);
         for c in &shown.capabilities {
-            println!("{}", spear_capabilities::messages::index_line(c, width));
+            out!("{}", spear_capabilities::messages::index_line(c, width))?;
         }
-    }
-    session.close().await;
-    ExitCode::SUCCESS
+        Ok(ExitCode::SUCCESS)
+    };
+    closing(session.clone(), body).await
 }
 
 /// `invoke`: one checked call through the full gateway.
@@ -284,28 +305,30 @@ pub(crate) async fn invoke(
         Ok(x) => x,
         Err(code) => return code,
     };
-    if turn.shown().exposure == Exposure::Index {
-        // The operator has nothing to read first: describe on their behalf.
-        turn.execute(Command::Describe { id: id.clone() }).await;
-    }
-    let answer = turn
-        .execute(Command::Invoke {
-            id: id.clone(),
-            arguments,
+    let body = async {
+        if turn.shown().exposure == Exposure::Index {
+            // The operator has nothing to read first: describe on their behalf.
+            turn.execute(Command::Describe { id: id.clone() }).await;
+        }
+        let answer = turn
+            .execute(Command::Invoke {
+                id: id.clone(),
+                arguments,
+            })
+            .await;
+        if as_json {
+            out!("{}", answer_json(&format!("invoke {id}"), Some(&answer)))?;
+        } else {
+            out_raw!("{}", with_newline(&answer.text))?;
+        }
+        for n in session.take_notices() {
+            eprintln!("notice: {n}");
+        }
+        Ok(if answer.status == AnswerStatus::Ok {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
         })
-        .await;
-    if as_json {
-        println!("{}", answer_json(&format!("invoke {id}"), Some(&answer)));
-    } else {
-        print!("{}", with_newline(&answer.text));
-    }
-    for n in session.take_notices() {
-        eprintln!("notice: {n}");
-    }
-    session.close().await;
-    if answer.status == AnswerStatus::Ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    }
+    };
+    closing(session.clone(), body).await
 }

@@ -1,9 +1,16 @@
 //! `spear-capabilities`: the operator's view of SPEAR's external capabilities.
+//!
+//! SIGINT, SIGTERM and SIGHUP stop every provider through the normal close
+//! path, then the CLI exits 130, 143 or 129; a standard output closed under
+//! it (`| head`) does the same and exits 141. The process is marked
+//! non-dumpable, so that a server running as the same user cannot read its
+//! memory or `/proc/<pid>/environ`.
 #![forbid(unsafe_code)]
 
 mod check;
 mod context;
 mod gateway;
+mod out;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -98,6 +105,11 @@ struct PermissionArgs {
 }
 
 fn main() -> ExitCode {
+    // A server runs as our user: non-dumpable, this process's memory and
+    // environment are closed to it (ptrace, /proc/<pid>/mem, environ).
+    // Best effort: a failure leaves the process as it was.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    let _ = rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable);
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -109,38 +121,66 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match cli.command {
+    let code = runtime.block_on(async {
+        let mut signals = match out::Signals::new() {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("spear-capabilities: cannot handle signals: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        tokio::select! {
+            code = run(cli.command) => code,
+            code = signals.first() => {
+                out::close_all().await;
+                ExitCode::from(code)
+            }
+        }
+    });
+    // A thread still blocked reading standard input must not hold the exit.
+    runtime.shutdown_background();
+    code
+}
+
+async fn run(command: Cmd) -> ExitCode {
+    match command {
         Cmd::Check {
             file,
             projects,
             json,
         } => check::run(file, &projects, json),
-        Cmd::List { context, json } => runtime.block_on(gateway::list(&context, json)),
+        Cmd::List { context, json } => gateway::list(&context, json).await,
         Cmd::Turn {
             context,
             permission,
             commands,
             json,
-        } => runtime.block_on(gateway::turn(
-            &context,
-            permission.mode,
-            permission.confirm,
-            commands,
-            json,
-        )),
+        } => {
+            gateway::turn(
+                &context,
+                permission.mode,
+                permission.confirm,
+                commands,
+                json,
+            )
+            .await
+        }
         Cmd::Invoke {
             id,
             arguments,
             context,
             permission,
             json,
-        } => runtime.block_on(gateway::invoke(
-            &context,
-            &id,
-            arguments.as_deref(),
-            permission.mode,
-            permission.confirm,
-            json,
-        )),
+        } => {
+            gateway::invoke(
+                &context,
+                &id,
+                arguments.as_deref(),
+                permission.mode,
+                permission.confirm,
+                json,
+            )
+            .await
+        }
     }
 }
