@@ -10,6 +10,17 @@ use spear_capabilities::{Audit, ProviderEntry, Registry};
 use crate::out::{Closed, out};
 
 pub(crate) fn run(file: Option<PathBuf>, projects: &Path, as_json: bool) -> ExitCode {
+    // A file the operator named must exist; the runtime's rule (a missing
+    // file means no providers) holds for the file found by default.
+    if let Some(named) = &file {
+        if let Err(e) = std::fs::metadata(named) {
+            eprintln!(
+                "spear-capabilities: capabilities file {}: {e}",
+                named.display()
+            );
+            return ExitCode::from(2);
+        }
+    }
     let path =
         file.unwrap_or_else(|| registry::locate(projects, std::env::var_os(CAPABILITIES_FILE_VAR)));
     let registry = match spear_providers::registry(&path, &Audit::null()) {
@@ -19,11 +30,22 @@ pub(crate) fn run(file: Option<PathBuf>, projects: &Path, as_json: bool) -> Exit
             return ExitCode::from(2);
         }
     };
+    let base = path.parent().unwrap_or(Path::new("."));
+    let cannot_run: Vec<Option<String>> = registry
+        .entries()
+        .iter()
+        .map(|e| cannot_run(e, base))
+        .collect();
     if as_json {
+        let providers = registry.entries().iter().zip(&cannot_run).map(|(e, why)| {
+            let mut v = entry_json(e);
+            v["cannot_run"] = json!(why);
+            v
+        });
         let out = json!({
             "file": path.display().to_string(),
             "notice": registry.notice(),
-            "providers": registry.entries().iter().map(entry_json).collect::<Vec<_>>(),
+            "providers": providers.collect::<Vec<_>>(),
             "refused": registry.refused().iter().map(|r| json!({
                 "entry": r.label(),
                 "problems": r.problems.iter().map(ToString::to_string).collect::<Vec<_>>(),
@@ -32,10 +54,10 @@ pub(crate) fn run(file: Option<PathBuf>, projects: &Path, as_json: bool) -> Exit
         if let Err(closed) = out!("{out}") {
             return closed.code();
         }
-    } else if let Err(closed) = print_text(&path, &registry) {
+    } else if let Err(closed) = print_text(&path, &registry, &cannot_run) {
         return closed.code();
     }
-    if registry.refused().is_empty() {
+    if registry.refused().is_empty() && cannot_run.iter().all(Option::is_none) {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
@@ -55,12 +77,64 @@ fn entry_json(e: &ProviderEntry) -> serde_json::Value {
     })
 }
 
-fn print_text(path: &Path, registry: &Registry) -> Result<(), Closed> {
+/// Why `entry`'s server cannot be started, if it cannot: its program
+/// resolved as the mcp-stdio kind resolves it (a relative path with a `/`
+/// from the capabilities file's folder, a bare name on `PATH`), and
+/// checked to be an executable file.
+fn cannot_run(entry: &ProviderEntry, base: &Path) -> Option<String> {
+    if entry.kind != spear_mcp_stdio::NAME {
+        return None;
+    }
+    let config = spear_mcp_stdio::ServerConfig::from_settings(&entry.settings).ok()?;
+    let program = Path::new(config.command.first()?);
+    if program.components().count() == 1 && !program.is_absolute() {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let found = std::env::split_paths(&path).any(|dir| executable(&dir.join(program)).is_ok());
+        return (!found).then(|| {
+            format!(
+                "cannot run `{}`: not found on PATH ({})",
+                program.display(),
+                std::env::var("PATH").unwrap_or_default()
+            )
+        });
+    }
+    let program = if program.is_relative() {
+        base.join(program)
+    } else {
+        program.to_path_buf()
+    };
+    executable(&program)
+        .err()
+        .map(|e| format!("cannot run `{}`: {e}", program.display()))
+}
+
+/// Whether `path` is a file that may be executed.
+fn executable(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(path)?;
+    if meta.is_dir() {
+        return Err(std::io::Error::from_raw_os_error(21)); // EISDIR
+    }
+    if meta.permissions().mode() & 0o111 == 0 {
+        return Err(std::io::Error::from_raw_os_error(13)); // EACCES
+    }
+    Ok(())
+}
+
+fn print_text(
+    path: &Path,
+    registry: &Registry,
+    cannot_run: &[Option<String>],
+) -> Result<(), Closed> {
     if let Some(notice) = registry.notice() {
         return out!("{notice}");
     }
     out!("{}", path.display())?;
-    for e in registry.entries() {
+    for (e, why) in registry.entries().iter().zip(cannot_run) {
+        if let Some(why) = why {
+            out!("  refused  {}\n           {why}", e.id)?;
+            continue;
+        }
         let scope = e
             .scope
             .as_ref()
@@ -89,9 +163,10 @@ fn print_text(path: &Path, registry: &Registry) -> Result<(), Closed> {
             out!("           {p}")?;
         }
     }
+    let unrunnable = cannot_run.iter().flatten().count();
     out!(
         "{} registered, {} refused",
-        registry.entries().len(),
-        registry.refused().len()
+        registry.entries().len() - unrunnable,
+        registry.refused().len() + unrunnable
     )
 }
