@@ -8,9 +8,10 @@ use clap::ValueEnum;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use spear_capabilities::command::{CapabilityId, Command};
+use spear_capabilities::selection::Decision;
 use spear_capabilities::{
-    Answer, AnswerStatus, Ask, Auto, Exposure, PermissionMode, ProviderState, ReadOnly, Session,
-    SessionOptions, Shown, Turn, WriteRequest,
+    Answer, AnswerStatus, Ask, Audit, Auto, Exposure, PermissionMode, ProviderState, ReadOnly,
+    Registry, Session, SessionOptions, Shown, Turn, WriteRequest,
 };
 
 use crate::context::ContextArgs;
@@ -74,6 +75,16 @@ async fn open(
     ctx: &ContextArgs,
     mode: Arc<dyn PermissionMode>,
 ) -> Result<(Session, Turn), ExitCode> {
+    open_with_registry(ctx, mode)
+        .await
+        .map(|(session, turn, _)| (session, turn))
+}
+
+/// As [`open`], with the registry the session runs on.
+async fn open_with_registry(
+    ctx: &ContextArgs,
+    mode: Arc<dyn PermissionMode>,
+) -> Result<(Session, Turn, Arc<Registry>), ExitCode> {
     let fail = |e: String| {
         eprintln!("spear-capabilities: {e}");
         ExitCode::from(2)
@@ -83,8 +94,9 @@ async fn open(
     if let Some(n) = registry.notice() {
         eprintln!("spear-capabilities: {n}");
     }
+    let registry = Arc::new(registry);
     let session = Session::open(
-        Arc::new(registry),
+        Arc::clone(&registry),
         SessionOptions::new("cli", mode).with_audit(audit),
     );
     crate::out::opened(&session);
@@ -96,7 +108,7 @@ async fn open(
     if progress {
         eprint!("\r\x1b[2K");
     }
-    Ok((session, turn))
+    Ok((session, turn, registry))
 }
 
 fn exposure_name(e: Exposure) -> &'static str {
@@ -228,51 +240,137 @@ fn with_newline(text: &str) -> String {
     }
 }
 
+/// A provider's state as the operator reads it: a status word, then what
+/// it means.
+fn state_line(state: &ProviderState) -> (&'static str, String) {
+    match state {
+        ProviderState::Ready { started_in, tools } => (
+            "ok",
+            format!("ready in {} ms, {tools} tools", started_in.as_millis()),
+        ),
+        ProviderState::Unavailable { reason, message } => {
+            ("failed", format!("unavailable ({reason}): {message}"))
+        }
+        ProviderState::Starting { since } => {
+            ("starting", format!("starting for {} ms", since.as_millis()))
+        }
+        ProviderState::Stopped => ("stopped", "stopped".to_owned()),
+        other => ("unknown", format!("{other:?}")),
+    }
+}
+
+/// A provider's state as JSON for scripts.
+fn state_json(id: &str, state: &ProviderState) -> Value {
+    let (status, detail) = state_line(state);
+    let mut v = json!({"id": id, "status": status, "detail": detail});
+    match state {
+        ProviderState::Ready { started_in, tools } => {
+            v["started_in_ms"] = json!(started_in.as_millis() as u64);
+            v["tools"] = json!(tools);
+        }
+        ProviderState::Unavailable { reason, message } => {
+            v["reason"] = json!(reason.to_string());
+            v["message"] = json!(message);
+        }
+        ProviderState::Starting { since } => v["starting_for_ms"] = json!(since.as_millis() as u64),
+        _ => {}
+    }
+    v
+}
+
+/// The `read` names of each started provider that its server does not
+/// offer: such a tool stays a WRITE, which the operator should know.
+fn read_warnings(
+    registry: &Registry,
+    states: &[(String, ProviderState)],
+    shown: &Shown,
+) -> Vec<String> {
+    let offered: std::collections::BTreeSet<&str> =
+        shown.capabilities.iter().map(|c| c.id.as_str()).collect();
+    let mut warnings = Vec::new();
+    for (id, state) in states {
+        let (ProviderState::Ready { .. }, Some(entry)) = (state, registry.entry(id)) else {
+            continue;
+        };
+        for name in &entry.read {
+            if !offered.contains(format!("{id}/{name}").as_str()) {
+                warnings.push(format!(
+                    "`{id}`: read names `{name}`, which its server does not offer (a tool of another name stays a WRITE)"
+                ));
+            }
+        }
+    }
+    warnings
+}
+
 /// `list`: providers' states, then the capabilities and the exposure.
+///
+/// Exits 1 when a selected provider is unavailable (or still starting).
 pub(crate) async fn list(ctx: &ContextArgs, as_json: bool) -> ExitCode {
-    let (session, turn) = match open(ctx, Arc::new(ReadOnly)).await {
+    let (session, turn, registry) = match open_with_registry(ctx, Arc::new(ReadOnly)).await {
         Ok(x) => x,
         Err(code) => return code,
     };
     let body = async {
         let shown = turn.shown();
-        if as_json {
-            out!("{}", shown_json(shown))?;
-            return Ok(ExitCode::SUCCESS);
-        }
-        out!("providers:")?;
         let states = session.provider_states();
-        if states.is_empty() {
-            out!("  (none reaches this turn)")?;
-        }
-        for (id, state) in states {
-            match state {
-                ProviderState::Ready { started_in, tools } => out!(
-                    "  {id}: ready in {} ms, {tools} tools",
-                    started_in.as_millis()
-                )?,
-                ProviderState::Unavailable { reason, message } => {
-                    out!("  {id}: unavailable ({reason}): {message}")?;
-                }
-                _ => out!("  {id}: {state:?}")?,
+        let selection =
+            spear_capabilities::selection::select(&registry, &ctx.turn(), &Audit::null());
+        let left_out: Vec<(&str, &str)> = selection
+            .candidates
+            .iter()
+            .filter(|c| c.decision != Decision::Selected)
+            .map(|c| (c.provider.as_str(), c.decision.describe()))
+            .collect();
+        let warnings = read_warnings(&registry, &states, shown);
+        let all_ok = states
+            .iter()
+            .all(|(_, s)| matches!(s, ProviderState::Ready { .. }));
+        if as_json {
+            let mut v = shown_json(shown);
+            v["providers"] = states.iter().map(|(id, s)| state_json(id, s)).collect();
+            v["not_selected"] = left_out
+                .iter()
+                .map(|(id, why)| json!({"provider": id, "reason": why}))
+                .collect();
+            v["warnings"] = json!(warnings);
+            out!("{v}")?;
+        } else {
+            out!("providers:")?;
+            if states.is_empty() {
+                out!("  (none reaches this turn)")?;
+            }
+            for (id, state) in &states {
+                let (status, detail) = state_line(state);
+                out!("  {status:<8} {id}: {detail}")?;
+            }
+            for (id, why) in &left_out {
+                out!("  {:<8} {id}: not selected: {why}", "-")?;
+            }
+            for w in &warnings {
+                out!("warning: {w}")?;
+            }
+            out!(
+                "exposure: {} ({} capabilities, about {} tokens of descriptions and schemas)",
+                exposure_name(shown.exposure),
+                shown.capabilities.len(),
+                shown.tokens
+            )?;
+            let width = shown
+                .capabilities
+                .iter()
+                .map(|c| c.id.len())
+                .max()
+                .unwrap_or(0);
+            for c in &shown.capabilities {
+                out!("{}", spear_capabilities::messages::index_line(c, width))?;
             }
         }
-        out!(
-            "exposure: {} ({} capabilities, about {} tokens of descriptions and schemas)",
-            exposure_name(shown.exposure),
-            shown.capabilities.len(),
-            shown.tokens
-        )?;
-        let width = shown
-            .capabilities
-            .iter()
-            .map(|c| c.id.len())
-            .max()
-            .unwrap_or(0);
-        for c in &shown.capabilities {
-            out!("{}", spear_capabilities::messages::index_line(c, width))?;
-        }
-        Ok(ExitCode::SUCCESS)
+        Ok(if all_ok {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        })
     };
     closing(session.clone(), body).await
 }

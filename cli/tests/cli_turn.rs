@@ -135,11 +135,18 @@ fn list_shows_provider_states_and_capabilities() {
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}");
     assert!(
-        stdout.starts_with("providers:\n  notes: ready in "),
+        stdout.starts_with("providers:\n  ok       notes: ready in "),
         "{stdout}"
     );
     assert!(
-        stdout.contains(" ms, 3 tools\nexposure: whole (3 capabilities, about "),
+        stdout.contains(
+            "\n  -        firmware-tracker: not selected: its scope does not cover the turn\n"
+        ),
+        "{stdout}"
+    );
+    assert!(stdout.contains(" ms, 3 tools\n"), "{stdout}");
+    assert!(
+        stdout.contains("\nexposure: whole (3 capabilities, about "),
         "{stdout}"
     );
     assert!(
@@ -260,4 +267,92 @@ fn task_flags_use_the_cores_names() {
     let bad = cli(&["list", "--task", "chat"], None);
     assert_eq!(bad.status.code(), Some(2));
     assert!(text(&bad.stderr).contains("[possible values: implementation, mixed, general, standard-question, normative-prepass, compliance-check]"));
+}
+
+/// A registry beside the example server: `notes` with a misspelt `read`
+/// name, `time` whose server is not installed, `tracker` for another corpus.
+fn registry_with_one_failing(dir: &Path) -> PathBuf {
+    let server =
+        Path::new(env!("CARGO_BIN_EXE_spear-capabilities")).with_file_name("spear-example-server");
+    let body = serde_json::json!({"providers": [
+        {"id": "notes", "command": [server], "scope": "corpus demo",
+         "read": ["search_notes", "get_note", "serch_notes"], "timeout": 10},
+        {"id": "time", "command": ["/opt/mcp/bin/mcp-server-time"], "scope": "global", "timeout": 10},
+        {"id": "tracker", "command": ["tracker-mcp"], "scope": "corpus firmware-a", "timeout": 10}
+    ]});
+    let file = dir.join("capabilities.json");
+    std::fs::write(&file, body.to_string()).expect("write");
+    file
+}
+
+/// Issue 14.2: one provider failing makes `list` exit 1 with a status
+/// column; a misspelt `read` name is warned about; a provider left out
+/// says why. (The README's transcript.)
+#[test]
+fn list_with_one_provider_failing_exits_1_and_says_why_for_each() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = registry_with_one_failing(dir.path());
+    let out = cli(
+        &[
+            "list",
+            "--capabilities",
+            file.to_str().expect("utf8"),
+            "--project",
+            "demo",
+        ],
+        None,
+    );
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
+    for line in [
+        "providers:\n  ok       notes: ready in ",
+        "\n  failed   time: unavailable (did_not_start): provider `time` did not start: cannot start `/opt/mcp/bin/mcp-server-time`: No such file or directory (os error 2)\n",
+        "\n  -        tracker: not selected: its scope does not cover the turn\n",
+        "\nwarning: `notes`: read names `serch_notes`, which its server does not offer (a tool of another name stays a WRITE)\n",
+        "\n  notes/add_note      WRITE  Add a note\n",
+    ] {
+        assert!(stdout.contains(line), "missing {line:?} in:\n{stdout}");
+    }
+    let json = cli(
+        &[
+            "list",
+            "--json",
+            "--capabilities",
+            file.to_str().expect("utf8"),
+            "--project",
+            "demo",
+        ],
+        None,
+    );
+    assert_eq!(json.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).expect("one JSON object");
+    assert_eq!(v["providers"][0]["status"], "ok");
+    assert_eq!(v["providers"][0]["tools"], 3);
+    assert!(v["providers"][0]["started_in_ms"].is_u64(), "{v}");
+    assert_eq!(v["providers"][1]["status"], "failed");
+    assert_eq!(v["providers"][1]["reason"], "did_not_start");
+    assert_eq!(v["not_selected"][0]["provider"], "tracker");
+    assert!(
+        v["warnings"][0]
+            .as_str()
+            .is_some_and(|w| w.contains("serch_notes")),
+        "{v}"
+    );
+}
+
+/// "(none reaches this turn)" says why for each registered provider.
+#[test]
+fn list_says_why_no_provider_reaches_the_turn() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = registry_with_one_failing(dir.path());
+    let out = cli(
+        &["list", "--capabilities", file.to_str().expect("utf8")],
+        None,
+    );
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.starts_with("providers:\n  (none reaches this turn)\n  -        notes: not selected: the turn's tree is not a registered project\n"),
+        "{stdout}"
+    );
 }
