@@ -414,8 +414,32 @@ pub(crate) async fn invoke(
                 arguments,
             })
             .await;
+        // The turn is told to run `spear-capability list`; the operator's
+        // command is another, and a near miss deserves its name.
+        let shown: Vec<&str> = turn
+            .shown()
+            .capabilities
+            .iter()
+            .map(|c| c.id.as_str())
+            .collect();
+        let wanted = id.to_string();
+        let hint = (answer.status == AnswerStatus::Refused && !shown.contains(&wanted.as_str()))
+            .then(|| {
+                let near = closest(&wanted, &shown)
+                    .map(|c| format!("; did you mean `{c}`?"))
+                    .unwrap_or_default();
+                format!(
+                    "no capability `{wanted}` reaches this turn{near} `spear-capabilities list` with the same flags shows the ones that do."
+                )
+            });
         if as_json {
-            out!("{}", answer_json(&format!("invoke {id}"), Some(&answer)))?;
+            let mut v = answer_json(&format!("invoke {id}"), Some(&answer));
+            if let Some(hint) = &hint {
+                v["operator_hint"] = json!(hint);
+            }
+            out!("{v}")?;
+        } else if let Some(hint) = &hint {
+            out!("{hint}")?;
         } else {
             out_raw!("{}", with_newline(&answer.text))?;
         }
@@ -429,4 +453,15 @@ pub(crate) async fn invoke(
         })
     };
     closing(session.clone(), body).await
+}
+
+/// The candidate nearest to `wanted` by edit distance, if one is near
+/// enough to be a typo (at most a third of its length away).
+fn closest<'a>(wanted: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    candidates
+        .iter()
+        .map(|c| (strsim::levenshtein(wanted, c), *c))
+        .filter(|(d, c)| *d > 0 && *d <= c.len().max(3) / 3)
+        .min()
+        .map(|(_, c)| c)
 }

@@ -33,8 +33,13 @@ struct Cli {
 enum Cmd {
     /// Validate a capabilities file: print each provider and every refusal.
     ///
-    /// Exit status: 0 when every entry is valid, 1 when some are refused, 2
-    /// when the file cannot be read or parsed.
+    /// Exit status: 0 when every entry is valid, 1 when some are refused
+    /// (or name a program that cannot run), 2 when the file cannot be read
+    /// or parsed, or a file named here does not exist.
+    #[command(after_help = "Examples:
+  spear-capabilities check
+  spear-capabilities check /etc/spear/capabilities.json
+  spear-capabilities check --json capabilities.json | jq '.refused'")]
     Check {
         /// The file (default: $SPEAR_CAPABILITIES_FILE, else
         /// capabilities.json beside --projects).
@@ -49,7 +54,12 @@ enum Cmd {
     /// Start what a turn would select; show each provider's state, each
     /// capability and the exposure.
     ///
-    /// Exit status: 0, or 2 when the registry cannot be read.
+    /// Exit status: 0, 1 when a selected provider is unavailable, 2 when
+    /// the registry cannot be read.
+    #[command(after_help = "Examples:
+  spear-capabilities list --project demo
+  spear-capabilities list --project firmware-a --family boards --task general
+  spear-capabilities list --capabilities examples/capabilities.json --project demo --json")]
     List {
         #[command(flatten)]
         context: ContextArgs,
@@ -61,6 +71,10 @@ enum Cmd {
     /// would (the --command values, else each line of standard input).
     ///
     /// Exit status: 0, or 2 when the registry cannot be read.
+    #[command(after_help = "Examples:
+  spear-capabilities turn --project demo < examples/turn.txt
+  spear-capabilities turn --project demo --command 'spear-capability list'
+  spear-capabilities turn --project demo --mode auto --json --command 'spear-capability describe notes/get_note'")]
     Turn {
         #[command(flatten)]
         context: ContextArgs,
@@ -78,6 +92,10 @@ enum Cmd {
     /// Exit status: 0 when the call succeeded, 1 when it was refused, failed
     /// or its provider is unavailable, 2 on bad usage or an unreadable
     /// registry.
+    #[command(after_help = "Examples:
+  spear-capabilities invoke notes/search_notes '{\"query\": \"flaky\"}' --project demo
+  spear-capabilities invoke notes/add_note '{\"title\": \"Ship it\", \"text\": \"Friday\"}' --project demo --confirm yes
+  spear-capabilities invoke notes/get_note '{\"id\": 1}' --project demo --json")]
     Invoke {
         /// The capability, `<provider>/<tool>`.
         id: String,

@@ -356,3 +356,33 @@ fn list_says_why_no_provider_reaches_the_turn() {
         "{stdout}"
     );
 }
+
+/// Issue 14.3: each subcommand's help ends with examples; a misspelt
+/// subcommand or capability gets "did you mean", and the operator is sent
+/// to the operator's command, not the turn's.
+#[test]
+fn help_has_examples_and_near_misses_get_did_you_mean() {
+    for sub in ["check", "list", "turn", "invoke"] {
+        let help = cli(&[sub, "--help"], None);
+        let stdout = text(&help.stdout);
+        assert!(
+            stdout.contains(&format!("Examples:\n  spear-capabilities {sub}")),
+            "{stdout}"
+        );
+    }
+    let typo = cli(&["lsit"], None);
+    assert_eq!(typo.status.code(), Some(2));
+    assert!(
+        text(&typo.stderr).contains("tip: a similar subcommand exists: 'list'"),
+        "{}",
+        text(&typo.stderr)
+    );
+    let mut args = vec!["invoke", "notes/serch_notes", "{}"];
+    args.extend(CONTEXT);
+    let out = cli(&args, None);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stdout),
+        "no capability `notes/serch_notes` reaches this turn; did you mean `notes/search_notes`? `spear-capabilities list` with the same flags shows the ones that do.\n"
+    );
+}
