@@ -259,6 +259,29 @@ fn state_line(state: &ProviderState) -> (&'static str, String) {
     }
 }
 
+/// Whether standard output gets colour: a terminal, and no `NO_COLOR`
+/// (<https://no-color.org>: set and not empty).
+fn colour() -> bool {
+    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+/// The style of a status word: green ok, red failed, yellow starting;
+/// none off a terminal.
+fn status_style(status: &str) -> anstyle::Style {
+    use anstyle::{AnsiColor, Style};
+    let colour_of = match status {
+        "ok" => AnsiColor::Green,
+        "failed" => AnsiColor::Red,
+        "starting" => AnsiColor::Yellow,
+        _ => return Style::new(),
+    };
+    if colour() {
+        Style::new().fg_color(Some(colour_of.into())).bold()
+    } else {
+        Style::new()
+    }
+}
+
 /// A provider's state as JSON for scripts.
 fn state_json(id: &str, state: &ProviderState) -> Value {
     let (status, detail) = state_line(state);
@@ -342,7 +365,8 @@ pub(crate) async fn list(ctx: &ContextArgs, as_json: bool) -> ExitCode {
             }
             for (id, state) in &states {
                 let (status, detail) = state_line(state);
-                out!("  {status:<8} {id}: {detail}")?;
+                let style = status_style(status);
+                out!("  {style}{status:<8}{style:#} {id}: {detail}")?;
             }
             for (id, why) in &left_out {
                 out!("  {:<8} {id}: not selected: {why}", "-")?;

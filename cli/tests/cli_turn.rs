@@ -386,3 +386,37 @@ fn help_has_examples_and_near_misses_get_did_you_mean() {
         "no capability `notes/serch_notes` reaches this turn; did you mean `notes/search_notes`? `spear-capabilities list` with the same flags shows the ones that do.\n"
     );
 }
+
+/// `list` under a terminal (util-linux `script` gives it one), as a person
+/// would run it: the status word in colour; with `NO_COLOR` or piped, none.
+fn list_on_a_terminal(no_color: bool) -> String {
+    let exe = env!("CARGO_BIN_EXE_spear-capabilities");
+    let line = format!("{exe} list --capabilities examples/capabilities.json --project demo");
+    let mut cmd = Command::new("script");
+    cmd.args(["-qec", &line, "/dev/null"])
+        .current_dir(root())
+        .env_remove("NO_COLOR")
+        .stdin(Stdio::null());
+    if no_color {
+        cmd.env("NO_COLOR", "1");
+    }
+    let out = cmd.output().expect("util-linux `script` runs");
+    text(&out.stdout)
+}
+
+#[test]
+fn colour_only_on_a_terminal_and_never_with_no_color() {
+    require_example_server();
+    let tty = list_on_a_terminal(false);
+    assert!(
+        tty.contains("\x1b[1m\x1b[32mok      \x1b[0m notes: ready in "),
+        "{tty:?}"
+    );
+    let plain = list_on_a_terminal(true);
+    assert!(plain.contains("  ok       notes: ready in "), "{plain:?}");
+    assert!(!plain.contains("\x1b[32m"), "{plain:?}");
+    let mut args = vec!["list"];
+    args.extend(CONTEXT);
+    let piped = text(&cli(&args, None).stdout);
+    assert!(!piped.contains('\x1b'), "{piped:?}");
+}
