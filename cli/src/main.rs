@@ -27,6 +27,11 @@ use gateway::{Confirm, Mode};
 struct Cli {
     #[command(subcommand)]
     command: Cmd,
+    /// Write every JSON-RPC line sent to and received from each server to
+    /// FILE, one JSON object a line: time (ms since the epoch), provider,
+    /// direction, line.
+    #[arg(long, global = true, value_name = "FILE")]
+    trace: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -129,6 +134,15 @@ fn main() -> ExitCode {
     #[cfg(any(target_os = "linux", target_os = "android"))]
     let _ = rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable);
     let cli = Cli::parse();
+    if let Some(path) = &cli.trace {
+        if let Err(e) = spear_mcp_stdio::trace_to(path) {
+            eprintln!(
+                "spear-capabilities: cannot write the trace to {}: {e}",
+                path.display()
+            );
+            return ExitCode::from(2);
+        }
+    }
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -420,3 +420,39 @@ fn colour_only_on_a_terminal_and_never_with_no_color() {
     let piped = text(&cli(&args, None).stdout);
     assert!(!piped.contains('\x1b'), "{piped:?}");
 }
+
+/// Issue 14.3: `--trace FILE` records every JSON-RPC line both ways, with
+/// the provider and a time stamp; the turn works the same through it.
+#[test]
+fn trace_records_every_json_rpc_line_with_provider_and_time() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let trace = dir.path().join("trace.jsonl");
+    let mut args = vec!["invoke", "notes/get_note", r#"{"id": 1}"#];
+    args.extend(CONTEXT);
+    args.extend(["--trace", trace.to_str().expect("utf8")]);
+    let out = cli(&args, None);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("# Release checklist"));
+    let records: Vec<serde_json::Value> = std::fs::read_to_string(&trace)
+        .expect("the trace")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object a line"))
+        .collect();
+    let said = |direction: &str, what: &str| {
+        records.iter().any(|r| {
+            r["direction"] == direction && r["line"].as_str().is_some_and(|l| l.contains(what))
+        })
+    };
+    assert!(said("sent", r#""method":"initialize""#), "{records:?}");
+    assert!(
+        said("received", r#""protocolVersion":"2025-06-18""#),
+        "{records:?}"
+    );
+    assert!(said("sent", r#""method":"tools/call""#), "{records:?}");
+    assert!(said("received", "Release checklist"), "{records:?}");
+    assert!(
+        records
+            .iter()
+            .all(|r| r["provider"] == "notes" && r["time"].as_u64().is_some_and(|t| t > 0))
+    );
+}

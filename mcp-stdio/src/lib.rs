@@ -29,6 +29,7 @@ mod outbox;
 mod process;
 mod provider;
 mod tools;
+mod trace;
 mod wire;
 
 use std::sync::Arc;
@@ -41,6 +42,7 @@ pub use config::ServerConfig;
 pub use process::STDERR_KEPT;
 pub use provider::{DEFAULT_TIMEOUT, McpProvider, Options, PROTOCOL_VERSION};
 pub use tools::{MAX_LISTING_BYTES, MAX_PAGES, MAX_TOOLS};
+pub use trace::{TRACE_LINE_KEPT, trace_to};
 
 /// The kind's name in `capabilities.json`.
 pub const NAME: &str = "mcp-stdio";
