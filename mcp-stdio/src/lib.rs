@@ -12,7 +12,11 @@
 //! `sh -c` leaves nothing behind.
 //!
 //! It is not the gateway: selection, exposure and framing are the core's.
-#![forbid(unsafe_code)]
+//!
+//! Unsafe code is denied (workspace lint) rather than forbidden: the one
+//! exception is the child's parent-death signal, set between fork and exec
+//! (`process.rs`, with its safety argument).
+#![deny(unsafe_code)]
 
 pub mod config;
 pub mod fuzzing;
@@ -25,6 +29,7 @@ mod outbox;
 mod process;
 mod provider;
 mod tools;
+mod trace;
 mod wire;
 
 use std::sync::Arc;
@@ -37,6 +42,7 @@ pub use config::ServerConfig;
 pub use process::STDERR_KEPT;
 pub use provider::{DEFAULT_TIMEOUT, McpProvider, Options, PROTOCOL_VERSION};
 pub use tools::{MAX_LISTING_BYTES, MAX_PAGES, MAX_TOOLS};
+pub use trace::{TRACE_LINE_KEPT, trace_to};
 
 /// The kind's name in `capabilities.json`.
 pub const NAME: &str = "mcp-stdio";

@@ -4,12 +4,21 @@
 //! own process group so that shutdown and drop reach everything it started
 //! (`npx`, `uvx` and `sh -c` put the real server one or two levels down);
 //! tokio's `kill_on_drop` alone reaches only the direct child.
+//!
+//! On Linux the server also gets SIGKILL when the process that started it
+//! dies without a word (SIGKILL, abort): the parent-death signal, set in the
+//! child before exec. The kernel sends it when the *thread* that forked the
+//! child ends, and a runtime's threads come and go (tokio retires idle
+//! blocking threads), so every server is forked by one spawner thread that
+//! lives as long as the process. What it does not reach: the server's own
+//! children. Orphaned when the server is killed, they live on unless they
+//! watch their parent (`testkit/tests/parent_death.rs` shows both).
 
 use std::collections::VecDeque;
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use rustix::process::{Pid, Signal, kill_process_group, test_kill_process_group};
@@ -66,11 +75,18 @@ pub(crate) struct Pipes {
 }
 
 impl ServerProcess {
-    /// Starts `config`'s command with only `PATH`, `HOME` and its `env`.
+    /// Starts `config`'s command (provider `id`) with only `PATH`, `HOME`
+    /// and its `env`.
     ///
     /// A relative program path with a `/` in it is taken from `base_dir`, the
-    /// capabilities file's folder; a bare name is looked up in `PATH`.
-    pub(crate) fn spawn(config: &ServerConfig, base_dir: &Path) -> Result<(Self, Pipes), Failure> {
+    /// capabilities file's folder; a bare name is looked up in `PATH`. When
+    /// a trace is set ([`crate::trace_to`]) the pipes pass through a relay
+    /// that copies each line into it.
+    pub(crate) fn spawn(
+        id: &str,
+        config: &ServerConfig,
+        base_dir: &Path,
+    ) -> Result<(Self, Pipes), Failure> {
         let Some(program) = config.command.first() else {
             return Err(Failure::Start("the command is empty".into()));
         };
@@ -94,8 +110,8 @@ impl ServerProcess {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
-        let mut child = command
-            .spawn()
+        set_parent_death_signal(&mut command);
+        let mut child = spawn_on_spawner_thread(command)
             .map_err(|e| Failure::Start(format!("cannot start `{}`: {e}", program.display())))?;
         let (Some(stdin), Some(stdout), Some(mut stderr), Some(pid)) = (
             child.stdin.take(),
@@ -104,6 +120,11 @@ impl ServerProcess {
             child.id().and_then(|id| Pid::from_raw(id as i32)),
         ) else {
             return Err(Failure::Start("the server's pipes were not set up".into()));
+        };
+        let (stdin, stdout) = match crate::trace::current() {
+            None => (stdin, stdout),
+            Some(trace) => relay(trace, id, stdin, stdout)
+                .map_err(|e| Failure::Start(format!("cannot set up the trace relay: {e}")))?,
         };
         let ring = Arc::new(StderrRing::default());
         let (done_tx, stderr_done) = watch::channel(false);
@@ -184,6 +205,148 @@ impl ServerProcess {
     }
 }
 
+/// Makes the kernel SIGKILL the server when this process dies (Linux).
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn set_parent_death_signal(command: &mut Command) {
+    let parent = rustix::process::getpid();
+    // SAFETY: the closure runs in the forked child between fork and exec,
+    // where only async-signal-safe calls are sound. It makes two system
+    // calls (prctl(2) PR_SET_PDEATHSIG and getppid(2)) and builds its error
+    // from an errno (no allocation); it takes no lock and touches no state
+    // shared with the parent's threads.
+    #[allow(unsafe_code)]
+    unsafe {
+        command.pre_exec(move || {
+            rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
+            // The parent died before the signal was set: it will never fire.
+            if rustix::process::getppid() != Some(parent) {
+                return Err(rustix::io::Errno::SRCH.into());
+            }
+            Ok(())
+        });
+    }
+}
+
+/// No parent-death signal elsewhere: the group is still ended on close and
+/// on drop.
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn set_parent_death_signal(_: &mut Command) {}
+
+/// Puts a relay between the connection and the server's pipes that copies
+/// each line, unchanged, into `trace`: the connection gets the other ends
+/// of two pipes as its stdin and stdout. An end of file passes
+/// through both ways (the relay drops its side).
+fn relay(
+    trace: Arc<crate::trace::Trace>,
+    id: &str,
+    server_in: ChildStdin,
+    server_out: ChildStdout,
+) -> std::io::Result<(ChildStdin, ChildStdout)> {
+    use rustix::pipe::{PipeFlags, pipe_with};
+    use tokio::net::unix::pipe;
+    // Pipes, as the connection expects of a server's stdin and stdout.
+    let (relay_in, conn_in) = pipe_with(PipeFlags::CLOEXEC)?;
+    let (conn_out, relay_out) = pipe_with(PipeFlags::CLOEXEC)?;
+    let conn_in = ChildStdin::from_std(std::process::ChildStdin::from(conn_in))?;
+    let conn_out = ChildStdout::from_std(std::process::ChildStdout::from(conn_out))?;
+    let relay_in = pipe::Receiver::from_owned_fd(relay_in)?;
+    let relay_out = pipe::Sender::from_owned_fd(relay_out)?;
+    tokio::spawn(copy_lines(
+        relay_in,
+        server_in,
+        Arc::clone(&trace),
+        id.to_owned(),
+        "sent",
+    ));
+    tokio::spawn(copy_lines(
+        server_out,
+        relay_out,
+        trace,
+        id.to_owned(),
+        "received",
+    ));
+    Ok((conn_in, conn_out))
+}
+
+/// Copies `from` to `to` as it comes, recording each line in `trace`; a
+/// line longer than the trace keeps is recorded cut, and the rest of it
+/// skipped, so the relay holds at most that much.
+async fn copy_lines<R, W>(
+    mut from: R,
+    mut to: W,
+    trace: Arc<crate::trace::Trace>,
+    provider: String,
+    direction: &'static str,
+) where
+    R: tokio::io::AsyncRead + Unpin,
+    W: tokio::io::AsyncWrite + Unpin,
+{
+    use tokio::io::AsyncWriteExt;
+    let mut chunk = vec![0; 16 * 1024];
+    let (mut line, mut skipping) = (Vec::new(), false);
+    while let Ok(n @ 1..) = from.read(&mut chunk).await {
+        if to.write_all(&chunk[..n]).await.is_err() {
+            break;
+        }
+        for part in chunk[..n].split_inclusive(|b| *b == b'\n') {
+            let (body, ends) = match part.strip_suffix(b"\n") {
+                Some(body) => (body, true),
+                None => (part, false),
+            };
+            if !skipping {
+                let room = crate::trace::TRACE_LINE_KEPT + 1 - line.len();
+                line.extend_from_slice(&body[..body.len().min(room)]);
+                if line.len() > crate::trace::TRACE_LINE_KEPT {
+                    trace.line(&provider, direction, &line);
+                    line.clear();
+                    skipping = true;
+                }
+            }
+            if ends {
+                if !skipping {
+                    trace.line(&provider, direction, &line);
+                }
+                line.clear();
+                skipping = false;
+            }
+        }
+    }
+    let _ = to.shutdown().await;
+}
+
+/// A job for the spawner thread.
+type Job = Box<dyn FnOnce() + Send>;
+
+/// Spawns `command` on the spawner thread (see the module's documentation),
+/// registered with the caller's tokio runtime.
+fn spawn_on_spawner_thread(mut command: Command) -> std::io::Result<tokio::process::Child> {
+    static SPAWNER: OnceLock<Option<std::sync::mpsc::Sender<Job>>> = OnceLock::new();
+    let spawner = SPAWNER.get_or_init(|| {
+        let (jobs, queue) = std::sync::mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name("spear-spawner".into())
+            .spawn(move || queue.into_iter().for_each(|job| job()))
+            .ok()?;
+        Some(jobs)
+    });
+    let Some(spawner) = spawner else {
+        return Err(std::io::Error::other(
+            "the spawner thread could not be started",
+        ));
+    };
+    let runtime = tokio::runtime::Handle::try_current().map_err(std::io::Error::other)?;
+    let (done, child) = std::sync::mpsc::sync_channel(1);
+    spawner
+        .send(Box::new(move || {
+            let _inside = runtime.enter();
+            let _ = done.send(command.spawn());
+        }))
+        .map_err(|_| std::io::Error::other("the spawner thread has ended"))?;
+    child
+        .recv()
+        .map_err(|_| std::io::Error::other("the spawner thread has ended"))?
+}
+
 /// How many members of group `pgid` have not ended, where `/proc` says.
 ///
 /// A member that ended but was not reaped yet still makes the group exist
@@ -257,7 +420,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_missing_program_names_the_command_and_the_os_error() {
-        let err = ServerProcess::spawn(&config(&["/nonexistent/server"]), Path::new("/"))
+        let err = ServerProcess::spawn("t", &config(&["/nonexistent/server"]), Path::new("/"))
             .expect_err("cannot start");
         let Failure::Start(reason) = err else {
             panic!("{err:?}")
@@ -270,7 +433,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_relative_program_path_is_taken_from_the_base_dir() {
-        let err = ServerProcess::spawn(&config(&["bin/srv"]), Path::new("/opt/caps"))
+        let err = ServerProcess::spawn("t", &config(&["bin/srv"]), Path::new("/opt/caps"))
             .expect_err("cannot start");
         assert!(
             matches!(&err, Failure::Start(r) if r.starts_with("cannot start `/opt/caps/bin/srv`")),
@@ -281,6 +444,7 @@ mod tests {
     #[tokio::test]
     async fn stop_terminates_a_group_that_ignores_its_stdin() {
         let (process, pipes) = ServerProcess::spawn(
+            "t",
             &config(&["sh", "-c", "sleep 30 & sleep 30; wait"]),
             Path::new("/"),
         )

@@ -114,7 +114,7 @@ impl McpProvider {
         base_dir: &Path,
         options: Options,
     ) -> Result<McpProvider, Error> {
-        let (process, pipes) = ServerProcess::spawn(config, base_dir)
+        let (process, pipes) = ServerProcess::spawn(id, config, base_dir)
             .map_err(|f| f.into_error(id, "", String::new()))?;
         let process = Arc::new(process);
         let connection = Connection::start(

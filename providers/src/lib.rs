@@ -10,8 +10,8 @@
 //! assert_eq!(kinds.names(), spear_providers::BUILT_IN_KINDS);
 //! ```
 //!
-//! The operator CLI `spear-capabilities` is built from this folder too
-//! (`src/main.rs`).
+//! The operator CLI `spear-capabilities` is its own package (`cli/`), so
+//! that linking the kinds costs an embedder only the kinds.
 #![forbid(unsafe_code)]
 
 use std::path::Path;

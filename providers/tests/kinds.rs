@@ -74,3 +74,80 @@ fn an_entry_without_kind_is_mcp_stdio_and_needs_a_command() {
         );
     }
 }
+
+/// The workspace's folder.
+fn root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The `[dependencies]` (not dev) of the workspace member in `folder`.
+fn member_dependencies(folder: &str) -> Vec<String> {
+    let manifest =
+        std::fs::read_to_string(root().join(folder).join("Cargo.toml")).expect("Cargo.toml");
+    let section = manifest
+        .split_once("\n[dependencies]\n")
+        .map_or("", |(_, rest)| rest.split("\n[").next().unwrap_or(""));
+    section
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .filter_map(|l| l.split(['.', ' ', '=']).next())
+        .filter(|n| !n.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// What building `name` as a dependency compiles: the normal dependencies
+/// of the workspace members it reaches, then what `Cargo.lock` says each
+/// third-party package needs (the lock holds no dev-dependencies of those).
+fn build_closure(name: &str) -> std::collections::BTreeSet<String> {
+    let lock = std::fs::read_to_string(root().join("Cargo.lock")).expect("Cargo.lock");
+    let mut deps: std::collections::HashMap<String, Vec<String>> = Default::default();
+    for package in lock.split("[[package]]").skip(1) {
+        let Some(pkg) = package
+            .lines()
+            .find_map(|l| l.strip_prefix("name = \""))
+            .map(|v| v.trim_end_matches('"').to_owned())
+        else {
+            continue;
+        };
+        let list = package
+            .split_once("dependencies = [")
+            .map_or("", |(_, rest)| rest.split(']').next().unwrap_or(""));
+        let names = list
+            .split(',')
+            .filter_map(|d| d.trim().trim_matches('"').split(' ').next())
+            .filter(|d| !d.is_empty())
+            .map(str::to_owned);
+        deps.entry(pkg).or_default().extend(names);
+    }
+    let members = [
+        ("spear-capabilities", "core"),
+        ("spear-mcp-stdio", "mcp-stdio"),
+        ("spear-providers", "providers"),
+        ("spear-cli", "cli"),
+    ];
+    let mut seen = std::collections::BTreeSet::new();
+    let mut todo = vec![name.to_owned()];
+    while let Some(p) = todo.pop() {
+        if seen.insert(p.clone()) {
+            match members.iter().find(|(m, _)| *m == p) {
+                Some((_, folder)) => todo.extend(member_dependencies(folder)),
+                None => todo.extend(deps.get(&p).into_iter().flatten().cloned()),
+            }
+        }
+    }
+    seen
+}
+
+/// Issue 17 item 7: linking the built-in kinds costs an embedder only the
+/// kinds; the operator CLI (and its clap) is the `spear-cli` package.
+#[test]
+fn linking_the_kinds_builds_no_cli_parser() {
+    let providers = build_closure("spear-providers");
+    assert!(providers.contains("spear-mcp-stdio"), "{providers:?}");
+    assert!(providers.contains("tokio"), "{providers:?}");
+    for cli_only in ["clap", "clap_builder", "spear-cli"] {
+        assert!(!providers.contains(cli_only), "{cli_only} in {providers:?}");
+    }
+    assert!(build_closure("spear-cli").contains("clap"));
+}

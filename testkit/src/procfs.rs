@@ -6,6 +6,7 @@
 //! [`group_survivors`] leaves zombies out, while [`zombie_children`] finds the
 //! ones that would be ours to reap.
 
+use std::collections::BTreeMap;
 use std::fs;
 
 /// One process as `/proc/<pid>/stat` describes it.
@@ -79,6 +80,52 @@ pub fn wait_group_gone(pgid: u32, seconds: u64) -> Vec<ProcStat> {
     }
 }
 
+/// This process's open descriptors: each number with what it points to
+/// (`pipe:[1234]`, `socket:[5678]`, `anon_inode:[eventfd]`, a path).
+///
+/// The descriptor that reads `/proc/self/fd` is left out. Comparing two
+/// tables by number *and* target is exact about what the code in between
+/// opened and left open: a pipe that another thread closed meanwhile, or
+/// one that reuses a freed number, cannot make two different tables look
+/// equal, nor two equal ones different.
+pub fn fd_table() -> BTreeMap<u32, String> {
+    let own = format!("/proc/{}/fd", std::process::id());
+    let Ok(dir) = fs::read_dir("/proc/self/fd") else {
+        return BTreeMap::new();
+    };
+    dir.flatten()
+        .filter_map(|e| {
+            let fd = e.file_name().to_str()?.parse().ok()?;
+            let target = fs::read_link(e.path()).ok()?;
+            let target = target.to_string_lossy().into_owned();
+            (target != own).then_some((fd, target))
+        })
+        .collect()
+}
+
+/// The descriptors open now that were not open, to the same target, in
+/// `before`: what the code run since opened and has not closed.
+pub fn fds_opened_since(before: &BTreeMap<u32, String>) -> Vec<(u32, String)> {
+    fd_table()
+        .into_iter()
+        .filter(|(fd, target)| before.get(fd) != Some(target))
+        .collect()
+}
+
+/// Waits up to `seconds` for [`fds_opened_since`] to be empty (a task that
+/// owns a pipe may close it a moment after the session has closed), and
+/// returns what is still open.
+pub fn wait_fds_closed(before: &BTreeMap<u32, String>, seconds: u64) -> Vec<(u32, String)> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(seconds);
+    loop {
+        let left = fds_opened_since(before);
+        if left.is_empty() || std::time::Instant::now() > deadline {
+            return left;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// The peak resident memory of this process so far, in bytes (`VmHWM`).
 pub fn peak_rss() -> Option<u64> {
     status_bytes("VmHWM:")
@@ -117,6 +164,21 @@ mod tests {
         assert!(after >= before + (30 << 20), "{before} -> {after}");
         assert!(peak_rss().expect("VmHWM") >= after);
         drop(block);
+    }
+
+    #[test]
+    fn the_fd_table_sees_a_file_opened_and_closed_by_target() {
+        // Other tests of this binary open descriptors meanwhile: look only
+        // for this test's own file.
+        let file = tempfile::NamedTempFile::new().expect("temp file");
+        let path = file.path().display().to_string();
+        let ours = |fds: Vec<(u32, String)>| fds.into_iter().filter(|(_, t)| *t == path).count();
+        let before = fd_table();
+        assert_eq!(ours(fds_opened_since(&before)), 0);
+        let (a, b) = (fs::File::open(&path), fs::File::open(&path));
+        assert_eq!(ours(fds_opened_since(&before)), 2);
+        drop((a, b));
+        assert_eq!(ours(fds_opened_since(&before)), 0);
     }
 
     #[test]

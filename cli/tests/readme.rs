@@ -147,3 +147,43 @@ fn each_audit_example_is_a_record_of_its_event() {
     assert_eq!(unique.len(), names.len(), "one record of each kind");
     assert_eq!(names.len(), 13);
 }
+
+#[test]
+fn the_list_transcript_is_what_list_prints() {
+    let text = blocks("text")
+        .into_iter()
+        .find(|b| b.starts_with("$ spear-capabilities list"))
+        .expect("list block");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server =
+        Path::new(env!("CARGO_BIN_EXE_spear-capabilities")).with_file_name("spear-example-server");
+    let body = serde_json::json!({"providers": [
+        {"id": "notes", "command": [server], "scope": "corpus demo",
+         "read": ["search_notes", "get_note", "serch_notes"], "timeout": 10},
+        {"id": "time", "command": ["/opt/mcp/bin/mcp-server-time"], "scope": "global", "timeout": 10},
+        {"id": "tracker", "command": ["tracker-mcp"], "scope": "corpus firmware-a", "timeout": 10}
+    ]});
+    let file = dir.path().join("capabilities.json");
+    std::fs::write(&file, body.to_string()).expect("write");
+    let out = Command::new(env!("CARGO_BIN_EXE_spear-capabilities"))
+        .args([
+            "list",
+            "--capabilities",
+            file.to_str().expect("utf8"),
+            "--project",
+            "demo",
+        ])
+        .output()
+        .expect("runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(text.ends_with("$ echo $?\n1\n"), "{text}");
+    for line in text.lines().skip(1) {
+        if line.starts_with("$ ") || line == "1" {
+            continue;
+        }
+        // The time a start took differs from run to run.
+        let line = line.split(" ready in ").next().unwrap_or(line);
+        assert!(stdout.contains(line), "missing {line:?} in:\n{stdout}");
+    }
+}

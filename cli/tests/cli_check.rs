@@ -24,16 +24,73 @@ fn write(dir: &Path, body: &str) -> std::path::PathBuf {
     p
 }
 
+/// The example's second entry names a server that is not installed here:
+/// `check` says so (issue 14.2), where it used to say `ok`.
 #[test]
-fn a_valid_registry_prints_each_provider_and_exits_0() {
+fn the_example_registry_prints_each_provider_and_refuses_what_cannot_run() {
     let ex = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/capabilities.json");
     let out = check(&[ex.to_str().expect("utf8")], None);
     let stdout = text(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
     assert!(stdout.contains("  ok       notes\n"), "{stdout}");
     assert!(stdout.contains("kind mcp-stdio; scope corpus demo; tasks implementation, mixed, general; write confirm; timeout 10s"), "{stdout}");
     assert!(stdout.contains("read: get_note, search_notes"), "{stdout}");
-    assert!(stdout.ends_with("2 registered, 0 refused\n"), "{stdout}");
+    assert!(stdout.contains("  refused  firmware-tracker\n           cannot run `/opt/tracker-mcp/bin/tracker-mcp`: No such file or directory (os error 2)\n"), "{stdout}");
+    assert!(stdout.ends_with("1 registered, 1 refused\n"), "{stdout}");
+}
+
+#[test]
+fn a_program_that_is_missing_not_executable_or_not_on_path_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let script = dir.path().join("server.sh");
+    std::fs::write(&script, "#!/bin/sh\n").expect("script");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let f = write(
+        dir.path(),
+        r#"{"providers": [
+            {"id": "runs", "command": ["sh", "-c", "true"], "scope": "global"},
+            {"id": "plain", "command": ["./server.sh"], "scope": "global"},
+            {"id": "gone", "command": ["bin/missing"], "scope": "global"},
+            {"id": "typo", "command": ["no-such-server-anywhere"], "scope": "global"}
+        ]}"#,
+    );
+    let out = check(&[f.to_str().expect("utf8")], None);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("  ok       runs\n"), "{stdout}");
+    let base = dir.path().display();
+    for line in [
+        format!(
+            "  refused  plain\n           cannot run `{base}/./server.sh`: Permission denied (os error 13)\n"
+        ),
+        format!(
+            "  refused  gone\n           cannot run `{base}/bin/missing`: No such file or directory (os error 2)\n"
+        ),
+        "  refused  typo\n           cannot run `no-such-server-anywhere`: not found on PATH ("
+            .to_owned(),
+    ] {
+        assert!(stdout.contains(&line), "missing {line:?} in:\n{stdout}");
+    }
+    assert!(stdout.ends_with("1 registered, 3 refused\n"), "{stdout}");
+}
+
+/// A path the operator named must exist (exit 2); a missing file found by
+/// default still means no providers (next test).
+#[test]
+fn a_named_file_that_does_not_exist_exits_2() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let typo = dir.path().join("typo.json");
+    let out = check(&[typo.to_str().expect("utf8")], None);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(text(&out.stdout), "");
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "spear-capabilities: capabilities file {}: No such file or directory (os error 2)\n",
+            typo.display()
+        )
+    );
 }
 
 #[test]
@@ -42,7 +99,7 @@ fn refused_entries_are_listed_and_exit_1() {
     let f = write(
         dir.path(),
         r#"{"providers": [
-            {"id": "good", "command": ["srv"], "scope": "global"},
+            {"id": "good", "command": ["sh"], "scope": "global"},
             {"id": "Bad", "command": [], "write": "sometimes"}
         ]}"#,
     );
@@ -104,4 +161,10 @@ fn json_output_is_one_object_for_scripts() {
     assert_eq!(v["providers"][0]["id"], "a");
     assert_eq!(v["providers"][0]["scope"], serde_json::Value::Null);
     assert_eq!(v["refused"][0]["entry"], "providers[1]");
+    assert!(
+        v["providers"][0]["cannot_run"]
+            .as_str()
+            .is_some_and(|w| w.starts_with("cannot run `s`: not found on PATH")),
+        "{v}"
+    );
 }

@@ -135,11 +135,18 @@ fn list_shows_provider_states_and_capabilities() {
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}");
     assert!(
-        stdout.starts_with("providers:\n  notes: ready in "),
+        stdout.starts_with("providers:\n  ok       notes: ready in "),
         "{stdout}"
     );
     assert!(
-        stdout.contains(" ms, 3 tools\nexposure: whole (3 capabilities, about "),
+        stdout.contains(
+            "\n  -        firmware-tracker: not selected: its scope does not cover the turn\n"
+        ),
+        "{stdout}"
+    );
+    assert!(stdout.contains(" ms, 3 tools\n"), "{stdout}");
+    assert!(
+        stdout.contains("\nexposure: whole (3 capabilities, about "),
         "{stdout}"
     );
     assert!(
@@ -260,4 +267,192 @@ fn task_flags_use_the_cores_names() {
     let bad = cli(&["list", "--task", "chat"], None);
     assert_eq!(bad.status.code(), Some(2));
     assert!(text(&bad.stderr).contains("[possible values: implementation, mixed, general, standard-question, normative-prepass, compliance-check]"));
+}
+
+/// A registry beside the example server: `notes` with a misspelt `read`
+/// name, `time` whose server is not installed, `tracker` for another corpus.
+fn registry_with_one_failing(dir: &Path) -> PathBuf {
+    let server =
+        Path::new(env!("CARGO_BIN_EXE_spear-capabilities")).with_file_name("spear-example-server");
+    let body = serde_json::json!({"providers": [
+        {"id": "notes", "command": [server], "scope": "corpus demo",
+         "read": ["search_notes", "get_note", "serch_notes"], "timeout": 10},
+        {"id": "time", "command": ["/opt/mcp/bin/mcp-server-time"], "scope": "global", "timeout": 10},
+        {"id": "tracker", "command": ["tracker-mcp"], "scope": "corpus firmware-a", "timeout": 10}
+    ]});
+    let file = dir.join("capabilities.json");
+    std::fs::write(&file, body.to_string()).expect("write");
+    file
+}
+
+/// Issue 14.2: one provider failing makes `list` exit 1 with a status
+/// column; a misspelt `read` name is warned about; a provider left out
+/// says why. (The README's transcript.)
+#[test]
+fn list_with_one_provider_failing_exits_1_and_says_why_for_each() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = registry_with_one_failing(dir.path());
+    let out = cli(
+        &[
+            "list",
+            "--capabilities",
+            file.to_str().expect("utf8"),
+            "--project",
+            "demo",
+        ],
+        None,
+    );
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
+    for line in [
+        "providers:\n  ok       notes: ready in ",
+        "\n  failed   time: unavailable (did_not_start): provider `time` did not start: cannot start `/opt/mcp/bin/mcp-server-time`: No such file or directory (os error 2)\n",
+        "\n  -        tracker: not selected: its scope does not cover the turn\n",
+        "\nwarning: `notes`: read names `serch_notes`, which its server does not offer (a tool of another name stays a WRITE)\n",
+        "\n  notes/add_note      WRITE  Add a note\n",
+    ] {
+        assert!(stdout.contains(line), "missing {line:?} in:\n{stdout}");
+    }
+    let json = cli(
+        &[
+            "list",
+            "--json",
+            "--capabilities",
+            file.to_str().expect("utf8"),
+            "--project",
+            "demo",
+        ],
+        None,
+    );
+    assert_eq!(json.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).expect("one JSON object");
+    assert_eq!(v["providers"][0]["status"], "ok");
+    assert_eq!(v["providers"][0]["tools"], 3);
+    assert!(v["providers"][0]["started_in_ms"].is_u64(), "{v}");
+    assert_eq!(v["providers"][1]["status"], "failed");
+    assert_eq!(v["providers"][1]["reason"], "did_not_start");
+    assert_eq!(v["not_selected"][0]["provider"], "tracker");
+    assert!(
+        v["warnings"][0]
+            .as_str()
+            .is_some_and(|w| w.contains("serch_notes")),
+        "{v}"
+    );
+}
+
+/// "(none reaches this turn)" says why for each registered provider.
+#[test]
+fn list_says_why_no_provider_reaches_the_turn() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = registry_with_one_failing(dir.path());
+    let out = cli(
+        &["list", "--capabilities", file.to_str().expect("utf8")],
+        None,
+    );
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.starts_with("providers:\n  (none reaches this turn)\n  -        notes: not selected: the turn's tree is not a registered project\n"),
+        "{stdout}"
+    );
+}
+
+/// Issue 14.3: each subcommand's help ends with examples; a misspelt
+/// subcommand or capability gets "did you mean", and the operator is sent
+/// to the operator's command, not the turn's.
+#[test]
+fn help_has_examples_and_near_misses_get_did_you_mean() {
+    for sub in ["check", "list", "turn", "invoke"] {
+        let help = cli(&[sub, "--help"], None);
+        let stdout = text(&help.stdout);
+        assert!(
+            stdout.contains(&format!("Examples:\n  spear-capabilities {sub}")),
+            "{stdout}"
+        );
+    }
+    let typo = cli(&["lsit"], None);
+    assert_eq!(typo.status.code(), Some(2));
+    assert!(
+        text(&typo.stderr).contains("tip: a similar subcommand exists: 'list'"),
+        "{}",
+        text(&typo.stderr)
+    );
+    let mut args = vec!["invoke", "notes/serch_notes", "{}"];
+    args.extend(CONTEXT);
+    let out = cli(&args, None);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stdout),
+        "no capability `notes/serch_notes` reaches this turn; did you mean `notes/search_notes`? `spear-capabilities list` with the same flags shows the ones that do.\n"
+    );
+}
+
+/// `list` under a terminal (util-linux `script` gives it one), as a person
+/// would run it: the status word in colour; with `NO_COLOR` or piped, none.
+fn list_on_a_terminal(no_color: bool) -> String {
+    let exe = env!("CARGO_BIN_EXE_spear-capabilities");
+    let line = format!("{exe} list --capabilities examples/capabilities.json --project demo");
+    let mut cmd = Command::new("script");
+    cmd.args(["-qec", &line, "/dev/null"])
+        .current_dir(root())
+        .env_remove("NO_COLOR")
+        .stdin(Stdio::null());
+    if no_color {
+        cmd.env("NO_COLOR", "1");
+    }
+    let out = cmd.output().expect("util-linux `script` runs");
+    text(&out.stdout)
+}
+
+#[test]
+fn colour_only_on_a_terminal_and_never_with_no_color() {
+    require_example_server();
+    let tty = list_on_a_terminal(false);
+    assert!(
+        tty.contains("\x1b[1m\x1b[32mok      \x1b[0m notes: ready in "),
+        "{tty:?}"
+    );
+    let plain = list_on_a_terminal(true);
+    assert!(plain.contains("  ok       notes: ready in "), "{plain:?}");
+    assert!(!plain.contains("\x1b[32m"), "{plain:?}");
+    let mut args = vec!["list"];
+    args.extend(CONTEXT);
+    let piped = text(&cli(&args, None).stdout);
+    assert!(!piped.contains('\x1b'), "{piped:?}");
+}
+
+/// Issue 14.3: `--trace FILE` records every JSON-RPC line both ways, with
+/// the provider and a time stamp; the turn works the same through it.
+#[test]
+fn trace_records_every_json_rpc_line_with_provider_and_time() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let trace = dir.path().join("trace.jsonl");
+    let mut args = vec!["invoke", "notes/get_note", r#"{"id": 1}"#];
+    args.extend(CONTEXT);
+    args.extend(["--trace", trace.to_str().expect("utf8")]);
+    let out = cli(&args, None);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("# Release checklist"));
+    let records: Vec<serde_json::Value> = std::fs::read_to_string(&trace)
+        .expect("the trace")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object a line"))
+        .collect();
+    let said = |direction: &str, what: &str| {
+        records.iter().any(|r| {
+            r["direction"] == direction && r["line"].as_str().is_some_and(|l| l.contains(what))
+        })
+    };
+    assert!(said("sent", r#""method":"initialize""#), "{records:?}");
+    assert!(
+        said("received", r#""protocolVersion":"2025-06-18""#),
+        "{records:?}"
+    );
+    assert!(said("sent", r#""method":"tools/call""#), "{records:?}");
+    assert!(said("received", "Release checklist"), "{records:?}");
+    assert!(
+        records
+            .iter()
+            .all(|r| r["provider"] == "notes" && r["time"].as_u64().is_some_and(|t| t > 0))
+    );
 }

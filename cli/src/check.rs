@@ -1,0 +1,172 @@
+//! `spear-capabilities check`: validate a registry.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use serde_json::json;
+use spear_capabilities::registry::{self, CAPABILITIES_FILE_VAR};
+use spear_capabilities::{Audit, ProviderEntry, Registry};
+
+use crate::out::{Closed, out};
+
+pub(crate) fn run(file: Option<PathBuf>, projects: &Path, as_json: bool) -> ExitCode {
+    // A file the operator named must exist; the runtime's rule (a missing
+    // file means no providers) holds for the file found by default.
+    if let Some(named) = &file {
+        if let Err(e) = std::fs::metadata(named) {
+            eprintln!(
+                "spear-capabilities: capabilities file {}: {e}",
+                named.display()
+            );
+            return ExitCode::from(2);
+        }
+    }
+    let path =
+        file.unwrap_or_else(|| registry::locate(projects, std::env::var_os(CAPABILITIES_FILE_VAR)));
+    let registry = match spear_providers::registry(&path, &Audit::null()) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("spear-capabilities: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let base = path.parent().unwrap_or(Path::new("."));
+    let cannot_run: Vec<Option<String>> = registry
+        .entries()
+        .iter()
+        .map(|e| cannot_run(e, base))
+        .collect();
+    if as_json {
+        let providers = registry.entries().iter().zip(&cannot_run).map(|(e, why)| {
+            let mut v = entry_json(e);
+            v["cannot_run"] = json!(why);
+            v
+        });
+        let out = json!({
+            "file": path.display().to_string(),
+            "notice": registry.notice(),
+            "providers": providers.collect::<Vec<_>>(),
+            "refused": registry.refused().iter().map(|r| json!({
+                "entry": r.label(),
+                "problems": r.problems.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+        });
+        if let Err(closed) = out!("{out}") {
+            return closed.code();
+        }
+    } else if let Err(closed) = print_text(&path, &registry, &cannot_run) {
+        return closed.code();
+    }
+    if registry.refused().is_empty() && cannot_run.iter().all(Option::is_none) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+fn entry_json(e: &ProviderEntry) -> serde_json::Value {
+    json!({
+        "id": e.id,
+        "kind": e.kind,
+        "scope": e.scope.as_ref().map(ToString::to_string),
+        "tasks": e.tasks.iter().map(|t| t.as_str()).collect::<Vec<_>>(),
+        "read": e.read,
+        "write": e.write.as_str(),
+        "enabled": e.enabled,
+        "timeout_secs": e.timeout.as_secs_f64(),
+    })
+}
+
+/// Why `entry`'s server cannot be started, if it cannot: its program
+/// resolved as the mcp-stdio kind resolves it (a relative path with a `/`
+/// from the capabilities file's folder, a bare name on `PATH`), and
+/// checked to be an executable file.
+fn cannot_run(entry: &ProviderEntry, base: &Path) -> Option<String> {
+    if entry.kind != spear_mcp_stdio::NAME {
+        return None;
+    }
+    let config = spear_mcp_stdio::ServerConfig::from_settings(&entry.settings).ok()?;
+    let program = Path::new(config.command.first()?);
+    if program.components().count() == 1 && !program.is_absolute() {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let found = std::env::split_paths(&path).any(|dir| executable(&dir.join(program)).is_ok());
+        return (!found).then(|| {
+            format!(
+                "cannot run `{}`: not found on PATH ({})",
+                program.display(),
+                std::env::var("PATH").unwrap_or_default()
+            )
+        });
+    }
+    let program = if program.is_relative() {
+        base.join(program)
+    } else {
+        program.to_path_buf()
+    };
+    executable(&program)
+        .err()
+        .map(|e| format!("cannot run `{}`: {e}", program.display()))
+}
+
+/// Whether `path` is a file that may be executed.
+fn executable(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(path)?;
+    if meta.is_dir() {
+        return Err(std::io::Error::from_raw_os_error(21)); // EISDIR
+    }
+    if meta.permissions().mode() & 0o111 == 0 {
+        return Err(std::io::Error::from_raw_os_error(13)); // EACCES
+    }
+    Ok(())
+}
+
+fn print_text(
+    path: &Path,
+    registry: &Registry,
+    cannot_run: &[Option<String>],
+) -> Result<(), Closed> {
+    if let Some(notice) = registry.notice() {
+        return out!("{notice}");
+    }
+    out!("{}", path.display())?;
+    for (e, why) in registry.entries().iter().zip(cannot_run) {
+        if let Some(why) = why {
+            out!("  refused  {}\n           {why}", e.id)?;
+            continue;
+        }
+        let scope = e
+            .scope
+            .as_ref()
+            .map_or_else(|| "none (applies nowhere)".to_owned(), ToString::to_string);
+        let tasks: Vec<_> = e.tasks.iter().map(|t| t.as_str()).collect();
+        let read: Vec<_> = e.read.iter().map(String::as_str).collect();
+        out!(
+            "  ok       {}{}\n           kind {}; scope {}; tasks {}; write {}; timeout {}s\n           read: {}",
+            e.id,
+            if e.enabled { "" } else { " (disabled)" },
+            e.kind,
+            scope,
+            tasks.join(", "),
+            e.write.as_str(),
+            e.timeout.as_secs_f64(),
+            if read.is_empty() {
+                "(none: every tool is a WRITE)".to_owned()
+            } else {
+                read.join(", ")
+            },
+        )?;
+    }
+    for r in registry.refused() {
+        out!("  refused  {}", r.label())?;
+        for p in &r.problems {
+            out!("           {p}")?;
+        }
+    }
+    let unrunnable = cannot_run.iter().flatten().count();
+    out!(
+        "{} registered, {} refused",
+        registry.entries().len() - unrunnable,
+        registry.refused().len() + unrunnable
+    )
+}

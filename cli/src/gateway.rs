@@ -1,0 +1,491 @@
+//! `turn`, `list` and `invoke`: the gateway as a turn meets it.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::ValueEnum;
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+use spear_capabilities::command::{CapabilityId, Command};
+use spear_capabilities::selection::Decision;
+use spear_capabilities::{
+    Answer, AnswerStatus, Ask, Audit, Auto, Exposure, PermissionMode, ProviderState, ReadOnly,
+    Registry, Session, SessionOptions, Shown, Turn, WriteRequest,
+};
+
+use crate::context::ContextArgs;
+use crate::out::{Closed, out, out_raw};
+
+/// The session's permission mode.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum Mode {
+    ReadOnly,
+    Ask,
+    Auto,
+}
+
+/// An answer to every confirmation, instead of asking.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum Confirm {
+    Yes,
+    No,
+}
+
+fn permission(mode: Mode, confirm: Option<Confirm>) -> Arc<dyn PermissionMode> {
+    match mode {
+        Mode::ReadOnly => Arc::new(ReadOnly),
+        Mode::Auto => Arc::new(Auto),
+        Mode::Ask => Arc::new(Ask::new(
+            move |req: WriteRequest| -> BoxFuture<'static, bool> {
+                Box::pin(async move {
+                    match confirm {
+                        Some(Confirm::Yes) => true,
+                        Some(Confirm::No) => false,
+                        None => tokio::task::spawn_blocking(move || ask_on_terminal(&req))
+                            .await
+                            .unwrap_or(false),
+                    }
+                })
+            },
+        )),
+    }
+}
+
+/// Asks the person at the controlling terminal; no terminal is a no.
+fn ask_on_terminal(req: &WriteRequest) -> bool {
+    let Ok(mut tty) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/tty")
+    else {
+        eprintln!(
+            "spear-capabilities: no terminal to ask on, so the WRITE {} is declined (use --confirm yes|no)",
+            req.capability
+        );
+        return false;
+    };
+    let _ = write!(tty, "{} [y/N] ", req.question());
+    let mut line = String::new();
+    let _ = std::io::BufReader::new(tty).read_line(&mut line);
+    matches!(line.trim(), "y" | "Y" | "yes" | "Yes")
+}
+
+async fn open(
+    ctx: &ContextArgs,
+    mode: Arc<dyn PermissionMode>,
+) -> Result<(Session, Turn), ExitCode> {
+    open_with_registry(ctx, mode)
+        .await
+        .map(|(session, turn, _)| (session, turn))
+}
+
+/// As [`open`], with the registry the session runs on.
+async fn open_with_registry(
+    ctx: &ContextArgs,
+    mode: Arc<dyn PermissionMode>,
+) -> Result<(Session, Turn, Arc<Registry>), ExitCode> {
+    let fail = |e: String| {
+        eprintln!("spear-capabilities: {e}");
+        ExitCode::from(2)
+    };
+    let audit = ctx.audit().map_err(fail)?;
+    let registry = ctx.registry(&audit).map_err(fail)?;
+    if let Some(n) = registry.notice() {
+        eprintln!("spear-capabilities: {n}");
+    }
+    let registry = Arc::new(registry);
+    let session = Session::open(
+        Arc::clone(&registry),
+        SessionOptions::new("cli", mode).with_audit(audit),
+    );
+    crate::out::opened(&session);
+    let progress = std::io::stderr().is_terminal();
+    if progress {
+        eprint!("starting providers…");
+    }
+    let turn = session.begin_turn(ctx.turn()).await;
+    if progress {
+        eprint!("\r\x1b[2K");
+    }
+    Ok((session, turn, registry))
+}
+
+fn exposure_name(e: Exposure) -> &'static str {
+    match e {
+        Exposure::Whole => "whole",
+        Exposure::Index => "index",
+        Exposure::None => "none",
+    }
+}
+
+fn shown_json(shown: &Shown) -> Value {
+    json!({
+        "kind": "shown",
+        "exposure": exposure_name(shown.exposure),
+        "text": shown.text,
+        "capabilities": shown.capabilities.iter().map(|c| json!({"id": c.id, "class": c.class.to_string()})).collect::<Vec<_>>(),
+        "unavailable": shown.unavailable.iter().map(|u| json!({"provider": u.provider, "reason": u.reason.to_string()})).collect::<Vec<_>>(),
+    })
+}
+
+fn status_name(s: AnswerStatus) -> &'static str {
+    match s {
+        AnswerStatus::Ok => "ok",
+        AnswerStatus::Refused => "refused",
+        AnswerStatus::Unavailable => "unavailable",
+        AnswerStatus::Failed => "failed",
+    }
+}
+
+fn answer_json(command: &str, answer: Option<&Answer>) -> Value {
+    match answer {
+        None => json!({"kind": "answer", "command": command, "handled": false}),
+        Some(a) => json!({
+            "kind": "answer", "command": command, "handled": true,
+            "status": status_name(a.status), "text": a.text,
+        }),
+    }
+}
+
+fn print_notices(session: &Session, as_json: bool) -> Result<(), Closed> {
+    for n in session.take_notices() {
+        if as_json {
+            out!("{}", json!({"kind": "notice", "text": n}))?;
+        } else {
+            out!("notice: {n}")?;
+        }
+    }
+    Ok(())
+}
+
+/// Runs `body`, then closes the session however it ended: a closed
+/// standard output ends the command early, its providers stopped the same.
+async fn closing<F>(session: Session, body: F) -> ExitCode
+where
+    F: std::future::Future<Output = Result<ExitCode, Closed>>,
+{
+    let result = body.await;
+    crate::out::close(session).await;
+    result.unwrap_or_else(Closed::code)
+}
+
+/// `turn`: what the turn is shown, then the answer to each command.
+pub(crate) async fn turn(
+    ctx: &ContextArgs,
+    mode: Mode,
+    confirm: Option<Confirm>,
+    commands: Vec<String>,
+    as_json: bool,
+) -> ExitCode {
+    let (session, turn) = match open(ctx, permission(mode, confirm)).await {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    let body = async {
+        let shown = turn.shown();
+        if as_json {
+            out!("{}", shown_json(shown))?;
+        } else {
+            out!(
+                "== what the turn is shown (exposure: {}) ==",
+                exposure_name(shown.exposure)
+            )?;
+            if shown.text.is_empty() {
+                out!("(nothing)")?;
+            } else {
+                out_raw!("{}", with_newline(&shown.text))?;
+            }
+        }
+        print_notices(&session, as_json)?;
+        let commands = if commands.is_empty() {
+            // Off the runtime's thread, so that a signal is still handled
+            // while standard input stays open.
+            tokio::task::spawn_blocking(|| {
+                std::io::stdin()
+                    .lock()
+                    .lines()
+                    .map_while(Result::ok)
+                    .filter(|l| !l.trim().is_empty())
+                    .collect()
+            })
+            .await
+            .unwrap_or_default()
+        } else {
+            commands
+        };
+        for command in commands {
+            let answer = turn.answer(&command).await;
+            if as_json {
+                out!("{}", answer_json(&command, answer.as_ref()))?;
+            } else {
+                out!("\n$ {command}")?;
+                match &answer {
+                    None => out!("(not a spear-capability command: the shell runs it)")?,
+                    Some(a) => out!("{}[{}]", with_newline(&a.text), status_name(a.status))?,
+                }
+            }
+            print_notices(&session, as_json)?;
+        }
+        Ok(ExitCode::SUCCESS)
+    };
+    closing(session.clone(), body).await
+}
+
+fn with_newline(text: &str) -> String {
+    if text.ends_with('\n') {
+        text.to_owned()
+    } else {
+        format!("{text}\n")
+    }
+}
+
+/// A provider's state as the operator reads it: a status word, then what
+/// it means.
+fn state_line(state: &ProviderState) -> (&'static str, String) {
+    match state {
+        ProviderState::Ready { started_in, tools } => (
+            "ok",
+            format!("ready in {} ms, {tools} tools", started_in.as_millis()),
+        ),
+        ProviderState::Unavailable { reason, message } => {
+            ("failed", format!("unavailable ({reason}): {message}"))
+        }
+        ProviderState::Starting { since } => {
+            ("starting", format!("starting for {} ms", since.as_millis()))
+        }
+        ProviderState::Stopped => ("stopped", "stopped".to_owned()),
+        other => ("unknown", format!("{other:?}")),
+    }
+}
+
+/// Whether standard output gets colour: a terminal, and no `NO_COLOR`
+/// (<https://no-color.org>: set and not empty).
+fn colour() -> bool {
+    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+/// The style of a status word: green ok, red failed, yellow starting;
+/// none off a terminal.
+fn status_style(status: &str) -> anstyle::Style {
+    use anstyle::{AnsiColor, Style};
+    let colour_of = match status {
+        "ok" => AnsiColor::Green,
+        "failed" => AnsiColor::Red,
+        "starting" => AnsiColor::Yellow,
+        _ => return Style::new(),
+    };
+    if colour() {
+        Style::new().fg_color(Some(colour_of.into())).bold()
+    } else {
+        Style::new()
+    }
+}
+
+/// A provider's state as JSON for scripts.
+fn state_json(id: &str, state: &ProviderState) -> Value {
+    let (status, detail) = state_line(state);
+    let mut v = json!({"id": id, "status": status, "detail": detail});
+    match state {
+        ProviderState::Ready { started_in, tools } => {
+            v["started_in_ms"] = json!(started_in.as_millis() as u64);
+            v["tools"] = json!(tools);
+        }
+        ProviderState::Unavailable { reason, message } => {
+            v["reason"] = json!(reason.to_string());
+            v["message"] = json!(message);
+        }
+        ProviderState::Starting { since } => v["starting_for_ms"] = json!(since.as_millis() as u64),
+        _ => {}
+    }
+    v
+}
+
+/// The `read` names of each started provider that its server does not
+/// offer: such a tool stays a WRITE, which the operator should know.
+fn read_warnings(
+    registry: &Registry,
+    states: &[(String, ProviderState)],
+    shown: &Shown,
+) -> Vec<String> {
+    let offered: std::collections::BTreeSet<&str> =
+        shown.capabilities.iter().map(|c| c.id.as_str()).collect();
+    let mut warnings = Vec::new();
+    for (id, state) in states {
+        let (ProviderState::Ready { .. }, Some(entry)) = (state, registry.entry(id)) else {
+            continue;
+        };
+        for name in &entry.read {
+            if !offered.contains(format!("{id}/{name}").as_str()) {
+                warnings.push(format!(
+                    "`{id}`: read names `{name}`, which its server does not offer (a tool of another name stays a WRITE)"
+                ));
+            }
+        }
+    }
+    warnings
+}
+
+/// `list`: providers' states, then the capabilities and the exposure.
+///
+/// Exits 1 when a selected provider is unavailable (or still starting).
+pub(crate) async fn list(ctx: &ContextArgs, as_json: bool) -> ExitCode {
+    let (session, turn, registry) = match open_with_registry(ctx, Arc::new(ReadOnly)).await {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    let body = async {
+        let shown = turn.shown();
+        let states = session.provider_states();
+        let selection =
+            spear_capabilities::selection::select(&registry, &ctx.turn(), &Audit::null());
+        let left_out: Vec<(&str, &str)> = selection
+            .candidates
+            .iter()
+            .filter(|c| c.decision != Decision::Selected)
+            .map(|c| (c.provider.as_str(), c.decision.describe()))
+            .collect();
+        let warnings = read_warnings(&registry, &states, shown);
+        let all_ok = states
+            .iter()
+            .all(|(_, s)| matches!(s, ProviderState::Ready { .. }));
+        if as_json {
+            let mut v = shown_json(shown);
+            v["providers"] = states.iter().map(|(id, s)| state_json(id, s)).collect();
+            v["not_selected"] = left_out
+                .iter()
+                .map(|(id, why)| json!({"provider": id, "reason": why}))
+                .collect();
+            v["warnings"] = json!(warnings);
+            out!("{v}")?;
+        } else {
+            out!("providers:")?;
+            if states.is_empty() {
+                out!("  (none reaches this turn)")?;
+            }
+            for (id, state) in &states {
+                let (status, detail) = state_line(state);
+                let style = status_style(status);
+                out!("  {style}{status:<8}{style:#} {id}: {detail}")?;
+            }
+            for (id, why) in &left_out {
+                out!("  {:<8} {id}: not selected: {why}", "-")?;
+            }
+            for w in &warnings {
+                out!("warning: {w}")?;
+            }
+            out!(
+                "exposure: {} ({} capabilities, about {} tokens of descriptions and schemas)",
+                exposure_name(shown.exposure),
+                shown.capabilities.len(),
+                shown.tokens
+            )?;
+            let width = shown
+                .capabilities
+                .iter()
+                .map(|c| c.id.len())
+                .max()
+                .unwrap_or(0);
+            for c in &shown.capabilities {
+                out!("{}", spear_capabilities::messages::index_line(c, width))?;
+            }
+        }
+        Ok(if all_ok {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        })
+    };
+    closing(session.clone(), body).await
+}
+
+/// `invoke`: one checked call through the full gateway.
+pub(crate) async fn invoke(
+    ctx: &ContextArgs,
+    id: &str,
+    arguments: Option<&str>,
+    mode: Mode,
+    confirm: Option<Confirm>,
+    as_json: bool,
+) -> ExitCode {
+    let usage = |msg: String| {
+        eprintln!("spear-capabilities: {msg}");
+        ExitCode::from(2)
+    };
+    let Some(id) = CapabilityId::parse(id) else {
+        return usage(format!(
+            "{id:?} is not a capability id; the form is <provider>/<tool>"
+        ));
+    };
+    let arguments = match arguments.map(serde_json::from_str::<Value>) {
+        None => serde_json::Map::new(),
+        Some(Ok(Value::Object(m))) => m,
+        Some(Ok(_)) => return usage("the arguments must be one JSON object".to_owned()),
+        Some(Err(e)) => return usage(format!("the arguments are not JSON: {e}")),
+    };
+    let (session, turn) = match open(ctx, permission(mode, confirm)).await {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    let body = async {
+        if turn.shown().exposure == Exposure::Index {
+            // The operator has nothing to read first: describe on their behalf.
+            turn.execute(Command::Describe { id: id.clone() }).await;
+        }
+        let answer = turn
+            .execute(Command::Invoke {
+                id: id.clone(),
+                arguments,
+            })
+            .await;
+        // The turn is told to run `spear-capability list`; the operator's
+        // command is another, and a near miss deserves its name.
+        let shown: Vec<&str> = turn
+            .shown()
+            .capabilities
+            .iter()
+            .map(|c| c.id.as_str())
+            .collect();
+        let wanted = id.to_string();
+        let hint = (answer.status == AnswerStatus::Refused && !shown.contains(&wanted.as_str()))
+            .then(|| {
+                let near = closest(&wanted, &shown)
+                    .map(|c| format!("; did you mean `{c}`?"))
+                    .unwrap_or_default();
+                format!(
+                    "no capability `{wanted}` reaches this turn{near} `spear-capabilities list` with the same flags shows the ones that do."
+                )
+            });
+        if as_json {
+            let mut v = answer_json(&format!("invoke {id}"), Some(&answer));
+            if let Some(hint) = &hint {
+                v["operator_hint"] = json!(hint);
+            }
+            out!("{v}")?;
+        } else if let Some(hint) = &hint {
+            out!("{hint}")?;
+        } else {
+            out_raw!("{}", with_newline(&answer.text))?;
+        }
+        for n in session.take_notices() {
+            eprintln!("notice: {n}");
+        }
+        Ok(if answer.status == AnswerStatus::Ok {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        })
+    };
+    closing(session.clone(), body).await
+}
+
+/// The candidate nearest to `wanted` by edit distance, if one is near
+/// enough to be a typo (at most a third of its length away).
+fn closest<'a>(wanted: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    candidates
+        .iter()
+        .map(|c| (strsim::levenshtein(wanted, c), *c))
+        .filter(|(d, c)| *d > 0 && *d <= c.len().max(3) / 3)
+        .min()
+        .map(|(_, c)| c)
+}

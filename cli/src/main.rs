@@ -1,0 +1,218 @@
+//! `spear-capabilities`: the operator's view of SPEAR's external capabilities.
+//!
+//! SIGINT, SIGTERM and SIGHUP stop every provider through the normal close
+//! path, then the CLI exits 130, 143 or 129; a standard output closed under
+//! it (`| head`) does the same and exits 141. The process is marked
+//! non-dumpable, so that a server running as the same user cannot read its
+//! memory or `/proc/<pid>/environ`.
+#![forbid(unsafe_code)]
+
+mod check;
+mod context;
+mod gateway;
+mod out;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+use context::ContextArgs;
+use gateway::{Confirm, Mode};
+
+/// Check and try SPEAR's external capability providers: what a turn is
+/// shown, and how SPEAR answers its `spear-capability` commands.
+#[derive(Debug, Parser)]
+#[command(name = "spear-capabilities", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+    /// Write every JSON-RPC line sent to and received from each server to
+    /// FILE, one JSON object a line: time (ms since the epoch), provider,
+    /// direction, line.
+    #[arg(long, global = true, value_name = "FILE")]
+    trace: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Validate a capabilities file: print each provider and every refusal.
+    ///
+    /// Exit status: 0 when every entry is valid, 1 when some are refused
+    /// (or name a program that cannot run), 2 when the file cannot be read
+    /// or parsed, or a file named here does not exist.
+    #[command(after_help = "Examples:
+  spear-capabilities check
+  spear-capabilities check /etc/spear/capabilities.json
+  spear-capabilities check --json capabilities.json | jq '.refused'")]
+    Check {
+        /// The file (default: $SPEAR_CAPABILITIES_FILE, else
+        /// capabilities.json beside --projects).
+        file: Option<PathBuf>,
+        /// The projects.json whose folder holds capabilities.json.
+        #[arg(long, default_value = "projects.json")]
+        projects: PathBuf,
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Start what a turn would select; show each provider's state, each
+    /// capability and the exposure.
+    ///
+    /// Exit status: 0, 1 when a selected provider is unavailable, 2 when
+    /// the registry cannot be read.
+    #[command(after_help = "Examples:
+  spear-capabilities list --project demo
+  spear-capabilities list --project firmware-a --family boards --task general
+  spear-capabilities list --capabilities examples/capabilities.json --project demo --json")]
+    List {
+        #[command(flatten)]
+        context: ContextArgs,
+        /// Print the `shown` JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print exactly what a turn is shown, then answer each command as SPEAR
+    /// would (the --command values, else each line of standard input).
+    ///
+    /// Exit status: 0, or 2 when the registry cannot be read.
+    #[command(after_help = "Examples:
+  spear-capabilities turn --project demo < examples/turn.txt
+  spear-capabilities turn --project demo --command 'spear-capability list'
+  spear-capabilities turn --project demo --mode auto --json --command 'spear-capability describe notes/get_note'")]
+    Turn {
+        #[command(flatten)]
+        context: ContextArgs,
+        #[command(flatten)]
+        permission: PermissionArgs,
+        /// A command line the turn types (repeatable).
+        #[arg(long = "command", value_name = "CMD")]
+        commands: Vec<String>,
+        /// Print JSON Lines instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One checked call through the full gateway.
+    ///
+    /// Exit status: 0 when the call succeeded, 1 when it was refused, failed
+    /// or its provider is unavailable, 2 on bad usage or an unreadable
+    /// registry.
+    #[command(after_help = "Examples:
+  spear-capabilities invoke notes/search_notes '{\"query\": \"flaky\"}' --project demo
+  spear-capabilities invoke notes/add_note '{\"title\": \"Ship it\", \"text\": \"Friday\"}' --project demo --confirm yes
+  spear-capabilities invoke notes/get_note '{\"id\": 1}' --project demo --json")]
+    Invoke {
+        /// The capability, `<provider>/<tool>`.
+        id: String,
+        /// The arguments, one JSON object (default `{}`).
+        arguments: Option<String>,
+        #[command(flatten)]
+        context: ContextArgs,
+        #[command(flatten)]
+        permission: PermissionArgs,
+        /// Print the `answer` JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// How WRITE capabilities are allowed.
+#[derive(Debug, Args)]
+struct PermissionArgs {
+    /// The session's permission mode.
+    #[arg(long, value_enum, default_value_t = Mode::Ask)]
+    mode: Mode,
+    /// Answer every confirmation (ask mode) without asking.
+    #[arg(long, value_enum)]
+    confirm: Option<Confirm>,
+}
+
+fn main() -> ExitCode {
+    // A server runs as our user: non-dumpable, this process's memory and
+    // environment are closed to it (ptrace, /proc/<pid>/mem, environ).
+    // Best effort: a failure leaves the process as it was.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    let _ = rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable);
+    let cli = Cli::parse();
+    if let Some(path) = &cli.trace {
+        if let Err(e) = spear_mcp_stdio::trace_to(path) {
+            eprintln!(
+                "spear-capabilities: cannot write the trace to {}: {e}",
+                path.display()
+            );
+            return ExitCode::from(2);
+        }
+    }
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("spear-capabilities: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let code = runtime.block_on(async {
+        let mut signals = match out::Signals::new() {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("spear-capabilities: cannot handle signals: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        tokio::select! {
+            code = run(cli.command) => code,
+            code = signals.first() => {
+                out::close_all().await;
+                ExitCode::from(code)
+            }
+        }
+    });
+    // A thread still blocked reading standard input must not hold the exit.
+    runtime.shutdown_background();
+    code
+}
+
+async fn run(command: Cmd) -> ExitCode {
+    match command {
+        Cmd::Check {
+            file,
+            projects,
+            json,
+        } => check::run(file, &projects, json),
+        Cmd::List { context, json } => gateway::list(&context, json).await,
+        Cmd::Turn {
+            context,
+            permission,
+            commands,
+            json,
+        } => {
+            gateway::turn(
+                &context,
+                permission.mode,
+                permission.confirm,
+                commands,
+                json,
+            )
+            .await
+        }
+        Cmd::Invoke {
+            id,
+            arguments,
+            context,
+            permission,
+            json,
+        } => {
+            gateway::invoke(
+                &context,
+                &id,
+                arguments.as_deref(),
+                permission.mode,
+                permission.confirm,
+                json,
+            )
+            .await
+        }
+    }
+}

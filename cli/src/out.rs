@@ -1,0 +1,125 @@
+//! Standard output that may close under us (`... | head -3`), and the
+//! signals that end the CLI: both stop every provider through the normal
+//! close path before the process exits.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::Mutex;
+
+use spear_capabilities::Session;
+
+/// Standard output could not be written: the reader went away (a broken
+/// pipe), or another error, already said on stderr.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Closed {
+    broken_pipe: bool,
+}
+
+impl Closed {
+    /// The exit status: 141 (128 + SIGPIPE) for a closed pipe, what a shell
+    /// shows for `yes | head -1`'s writer; 1 for any other write error.
+    pub(crate) fn code(self) -> ExitCode {
+        ExitCode::from(if self.broken_pipe { 141 } else { 1 })
+    }
+}
+
+/// Writes `text` to standard output and flushes it.
+pub(crate) fn emit(text: &str) -> Result<(), Closed> {
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+        .map_err(|e| {
+            let broken_pipe = e.kind() == std::io::ErrorKind::BrokenPipe;
+            if !broken_pipe {
+                eprintln!("spear-capabilities: cannot write to standard output: {e}");
+            }
+            Closed { broken_pipe }
+        })
+}
+
+/// `println!` that returns [`Closed`] instead of panicking.
+macro_rules! out {
+    () => { $crate::out::emit("\n") };
+    ($($arg:tt)*) => { $crate::out::emit(&format!("{}\n", format_args!($($arg)*))) };
+}
+
+/// `print!` that returns [`Closed`] instead of panicking.
+macro_rules! out_raw {
+    ($($arg:tt)*) => { $crate::out::emit(&format!($($arg)*)) };
+}
+
+pub(crate) use {out, out_raw};
+
+/// Every session this process opened, for a signal to close.
+static OPEN: Mutex<Vec<Session>> = Mutex::new(Vec::new());
+
+/// Closes under way, each a task of its own: a signal that arrives while
+/// the command closes its session waits for that close instead of cutting
+/// it short (a second `close` of a session returns at once).
+static CLOSING: Mutex<Vec<tokio::task::JoinHandle<()>>> = Mutex::new(Vec::new());
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Remembers `session` so that a signal stops its providers.
+pub(crate) fn opened(session: &Session) {
+    lock(&OPEN).push(session.clone());
+}
+
+/// Closes `session` (each provider: close stdin, wait, SIGTERM its group,
+/// SIGKILL, reap) in a task that a signal cannot cut short.
+pub(crate) async fn close(session: Session) {
+    let (closed, done) = tokio::sync::oneshot::channel();
+    lock(&CLOSING).push(tokio::spawn(async move {
+        session.close().await;
+        let _ = closed.send(());
+    }));
+    let _ = done.await;
+}
+
+/// Closes every session opened, and waits for every close under way.
+pub(crate) async fn close_all() {
+    let open = std::mem::take(&mut *lock(&OPEN));
+    for session in open {
+        lock(&CLOSING).push(tokio::spawn(async move { session.close().await }));
+    }
+    let closing = std::mem::take(&mut *lock(&CLOSING));
+    futures::future::join_all(closing).await;
+}
+
+/// The first of SIGINT, SIGTERM and SIGHUP, as the exit status a shell
+/// expects of a program it ended: 130, 143, 129.
+pub(crate) struct Signals {
+    int: tokio::signal::unix::Signal,
+    term: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
+}
+
+impl std::fmt::Debug for Signals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Signals")
+    }
+}
+
+impl Signals {
+    /// Takes over the three signals; must run inside the runtime.
+    pub(crate) fn new() -> std::io::Result<Self> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Signals {
+            int: signal(SignalKind::interrupt())?,
+            term: signal(SignalKind::terminate())?,
+            hup: signal(SignalKind::hangup())?,
+        })
+    }
+
+    /// Waits for one, and returns 128 + its number.
+    pub(crate) async fn first(&mut self) -> u8 {
+        tokio::select! {
+            _ = self.int.recv() => 130,
+            _ = self.term.recv() => 143,
+            _ = self.hup.recv() => 129,
+        }
+    }
+}
