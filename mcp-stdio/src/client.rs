@@ -14,7 +14,6 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::io::BufReader;
 use tokio::sync::oneshot;
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
@@ -91,7 +90,7 @@ impl Connection {
     ) -> std::io::Result<Self> {
         let shared = Arc::new(Mutex::new(Shared::default()));
         let out = Outbox::start(pipes.stdin)?;
-        let reader = LineReader::new(BufReader::with_capacity(64 * 1024, pipes.stdout), max_line);
+        let reader = LineReader::new(pipes.stdout, max_line);
         tokio::spawn(read_loop(
             reader,
             Arc::clone(&shared),
@@ -280,7 +279,7 @@ impl Drop for Pending<'_> {
 }
 
 async fn read_loop(
-    mut reader: LineReader<BufReader<tokio::process::ChildStdout>>,
+    mut reader: LineReader<tokio::process::ChildStdout>,
     shared: Arc<Mutex<Shared>>,
     out: Outbox,
     // Weak: the provider's drop must reach the process (and kill its group)
