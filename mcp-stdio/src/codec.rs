@@ -385,10 +385,7 @@ mod tests {
         let mut reader = LineReader::new(&input[..], 1 << 20);
         assert_eq!(reader.next_line().await.expect("read"), Some(&long[..]));
         assert!(reader.buf.capacity() >= long.len());
-        assert_eq!(
-            reader.next_line().await.expect("read"),
-            Some(&b"short"[..])
-        );
+        assert_eq!(reader.next_line().await.expect("read"), Some(&b"short"[..]));
         let mut n = 0;
         while let Some(line) = reader.next_line().await.expect("read") {
             assert_eq!(line.len(), 46);
@@ -396,7 +393,11 @@ mod tests {
         }
         assert_eq!(n, 2000);
         // Everything consumed: the long line's memory is given back.
-        assert!(reader.buf.capacity() <= MOST_READ, "{}", reader.buf.capacity());
+        assert!(
+            reader.buf.capacity() <= MOST_READ,
+            "{}",
+            reader.buf.capacity()
+        );
         let mut idle = LineReader::new(&b"{}\n"[..], 1 << 20);
         assert_eq!(idle.next_line().await.expect("read"), Some(&b"{}"[..]));
         assert_eq!(idle.buf.capacity(), FIRST_READ);

@@ -191,7 +191,9 @@ mod tests {
         outbox.send(big.as_bytes(), false).expect("room");
         outbox.send(b"queued behind\n", true).expect("room");
         outbox.close();
-        outbox.send(b"after close: dropped\n", false).expect("dropped");
+        outbox
+            .send(b"after close: dropped\n", false)
+            .expect("dropped");
         let mut out = Vec::new();
         let mut stdout = cat.stdout.take().expect("stdout");
         // cat ends its output only when its stdin is closed.
@@ -223,7 +225,10 @@ mod tests {
             assert!(sent <= 2 * MAX_UNREAD, "never broke after {sent} bytes");
         };
         assert!(broke >= MAX_UNREAD, "broke after {broke} bytes");
-        assert!(outbox.inner.lock().queue.capacity() == 0, "the queue was freed");
+        assert!(
+            outbox.inner.lock().queue.capacity() == 0,
+            "the queue was freed"
+        );
         assert_eq!(outbox.send(b"later\n", false), Ok(()));
         assert!(outbox.inner.lock().pipe.is_none());
     }

@@ -28,7 +28,9 @@ async fn a_server_that_never_reads_is_failed_at_the_outbox_bound() {
     let failure = b.failure();
     let message = failure["message"].as_str().unwrap_or_default();
     assert!(
-        message.contains("the server does not read what it is sent: more than 16 MiB wait for its stdin"),
+        message.contains(
+            "the server does not read what it is sent: more than 16 MiB wait for its stdin"
+        ),
         "{message}"
     );
     assert!(took < Duration::from_secs(30), "took {took:?}");
