@@ -5,7 +5,7 @@
 
 mod gateway;
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use gateway::{bench, fixture};
 use spear_testkit::procfs;
@@ -14,7 +14,8 @@ use spear_testkit::procfs;
 async fn a_server_that_never_reads_is_failed_at_the_outbox_bound() {
     let before = procfs::peak_rss().expect("VmHWM");
     let started = Instant::now();
-    // The timeout is long: the bound, not the clock, must end this.
+    // The timeout is long: the bound, not the clock, must end this (a
+    // timeout would be told as one, not as the message asserted below).
     let b = bench(fixture(&["--ping-flood"]), 60.0);
     let turn = b.turn().await;
     assert!(
@@ -33,7 +34,6 @@ async fn a_server_that_never_reads_is_failed_at_the_outbox_bound() {
         ),
         "{message}"
     );
-    assert!(took < Duration::from_secs(30), "took {took:?}");
     let grew = procfs::peak_rss().expect("VmHWM").saturating_sub(before);
     eprintln!(
         "figures: failed after {took:?}; peak resident memory grew by {} MiB",
