@@ -10,7 +10,9 @@
 //! The tokio clients' calls run in a task of their own, as a server's
 //! callers do (`--root` runs them in the runtime's root future instead,
 //! where every wake of the caller costs the runtime one more poll of its
-//! event loop, whatever the client).
+//! event loop, whatever the client). `--multi` runs them on tokio's
+//! multi-thread runtime (what `#[tokio::main]` gives; one worker under the
+//! pin) instead of the current-thread one.
 //! The figures and what bounds them are in `docs/performance.md`.
 
 use std::future::Future;
@@ -87,6 +89,7 @@ struct Args {
     rounds: usize,
     cpu: Option<usize>,
     caller: Caller,
+    multi: bool,
     only: Vec<String>,
     memory_child: Option<(String, usize)>,
 }
@@ -96,6 +99,7 @@ fn parse_args() -> Args {
         rounds: 15,
         cpu: Some(0),
         caller: Caller::Task,
+        multi: false,
         only: Vec::new(),
         memory_child: None,
     };
@@ -106,6 +110,7 @@ fn parse_args() -> Args {
             "--cpu" => args.cpu = it.next().and_then(|v| v.parse().ok()),
             "--no-pin" => args.cpu = None,
             "--root" => args.caller = Caller::Root,
+            "--multi" => args.multi = true,
             "--only" => args.only.extend(it.next()),
             "--memory-child" => {
                 let client = it.next().unwrap_or_default();
@@ -126,10 +131,14 @@ fn main() {
     if let Some(cpu) = args.cpu {
         pin_to_cpu(cpu).unwrap_or_else(|e| panic!("{e}"));
     }
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime");
+    let rt = if args.multi {
+        tokio::runtime::Builder::new_multi_thread()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+    }
+    .enable_all()
+    .build()
+    .expect("a runtime");
     if let Some((client, n)) = &args.memory_child {
         memory_child(&rt, &fixture, client, *n);
         return;
@@ -138,7 +147,7 @@ fn main() {
     println!("# spear-capabilities: clients side by side");
     println!();
     println!(
-        "machine: {} CPUs ({}), {}; pinned: {}; runtime: tokio current_thread, callers in {}; rounds: {}",
+        "machine: {} CPUs ({}), {}; pinned: {}; runtime: tokio {}, callers in {}; rounds: {}",
         cpus,
         cpu_model(),
         kernel(),
@@ -148,6 +157,11 @@ fn main() {
                 allowed_cpus()
             ),
             None => "no".to_owned(),
+        },
+        if args.multi {
+            "multi_thread"
+        } else {
+            "current_thread"
         },
         match args.caller {
             Caller::Task => "a spawned task",

@@ -14,14 +14,13 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::io::BufReader;
 use tokio::sync::oneshot;
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
 use crate::codec::{self, Incoming, LineReader, Raw, ReadError};
 use crate::error::Failure;
-use crate::outbox::Outbox;
+use crate::outbox::{MAX_UNREAD, Outbox, Unread};
 use crate::process::{Pipes, ServerProcess};
 
 /// What happened on the connection that is not an answer to us: kept for the
@@ -91,7 +90,7 @@ impl Connection {
     ) -> std::io::Result<Self> {
         let shared = Arc::new(Mutex::new(Shared::default()));
         let out = Outbox::start(pipes.stdin)?;
-        let reader = LineReader::new(BufReader::with_capacity(64 * 1024, pipes.stdout), max_line);
+        let reader = LineReader::new(pipes.stdout, max_line);
         tokio::spawn(read_loop(
             reader,
             Arc::clone(&shared),
@@ -133,8 +132,12 @@ impl Connection {
             connection: self,
             armed: true,
         };
-        self.out
-            .send(&codec::request(id, method, params), others_in_flight);
+        send(
+            &self.shared,
+            &self.out,
+            &codec::request(id, method, params),
+            others_in_flight,
+        );
         // The answer, or the failure of the connection: the sweeper's
         // timeout, the reader's end, or shutdown.
         let answer = rx.await;
@@ -145,7 +148,12 @@ impl Connection {
 
     /// Sends one notification.
     pub(crate) fn notify(&self, method: &str, params: Option<Value>) {
-        self.out.send(&codec::notification(method, params), false);
+        send(
+            &self.shared,
+            &self.out,
+            &codec::notification(method, params),
+            false,
+        );
     }
 
     /// Fails the connection, and every pending request with it, unless it
@@ -167,6 +175,20 @@ impl Connection {
     /// A snapshot of the counters.
     pub(crate) fn stats(&self) -> Stats {
         lock(&self.shared).stats.clone()
+    }
+}
+
+/// Sends `line`, failing the connection when the server leaves too much of
+/// what we send unread.
+fn send(shared: &Mutex<Shared>, out: &Outbox, line: &[u8], queue_only: bool) {
+    if let Err(Unread) = out.send(line, queue_only) {
+        fail(
+            shared,
+            Failure::Protocol(format!(
+                "the server does not read what it is sent: more than {} wait for its stdin",
+                size(MAX_UNREAD)
+            )),
+        );
     }
 }
 
@@ -217,7 +239,7 @@ async fn sweep(shared: Weak<Mutex<Shared>>, out: Outbox, timeout: Duration) {
             }
         };
         if let Some(id) = expired {
-            out.send(&cancelled(id, "timed out"), false);
+            send(&shared, &out, &cancelled(id, "timed out"), false);
             fail(&shared, Failure::Timeout(timeout));
             return;
         }
@@ -250,21 +272,25 @@ impl Drop for Pending<'_> {
             .remove(&self.id)
             .is_some();
         if removed {
-            self.connection
-                .out
-                .send(&cancelled(self.id, "the client stopped waiting"), false);
+            let line = cancelled(self.id, "the client stopped waiting");
+            send(&self.connection.shared, &self.connection.out, &line, false);
         }
     }
 }
 
 async fn read_loop(
-    mut reader: LineReader<BufReader<tokio::process::ChildStdout>>,
+    mut reader: LineReader<tokio::process::ChildStdout>,
     shared: Arc<Mutex<Shared>>,
     out: Outbox,
     // Weak: the provider's drop must reach the process (and kill its group)
     // while this task still waits for the end of stdout.
     process: Weak<ServerProcess>,
 ) {
+    // Fails the connection if this task is dropped before its end: the
+    // runtime that ran it shut down, and nothing reads the server any more.
+    let mut gone = ReaderGone {
+        shared: Some(Arc::clone(&shared)),
+    };
     let failure = loop {
         let incoming = match reader.next_line().await {
             Ok(Some(line)) => match codec::decode(line) {
@@ -310,7 +336,7 @@ async fn read_loop(
                 } else {
                     Err((-32601, "method not found"))
                 };
-                out.send(&codec::response(id, answer), false);
+                send(&shared, &out, &codec::response(id, answer), false);
             }
             Incoming::Notification => lock(&shared).stats.notifications += 1,
             Incoming::Batch => {
@@ -321,7 +347,26 @@ async fn read_loop(
             Incoming::Junk => {}
         }
     };
+    gone.shared = None;
     fail(&shared, failure);
+}
+
+/// Armed while the reader task runs: dropped armed, it fails the connection.
+struct ReaderGone {
+    shared: Option<Arc<Mutex<Shared>>>,
+}
+
+impl Drop for ReaderGone {
+    fn drop(&mut self) {
+        if let Some(shared) = self.shared.take() {
+            fail(
+                &shared,
+                Failure::Crashed(
+                    "its connection is lost: the runtime that ran it has shut down".into(),
+                ),
+            );
+        }
+    }
 }
 
 fn size(bytes: usize) -> String {

@@ -7,7 +7,7 @@ use serde::de::IgnoredAny;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufRead, AsyncBufReadExt};
+use tokio::io::{AsyncRead, AsyncReadExt};
 
 /// The longest line accepted from a server, newline included.
 pub const MAX_LINE: usize = 16 * 1024 * 1024;
@@ -76,14 +76,34 @@ impl PartialEq for Raw {
 
 /// Reads one line of at most `limit` bytes without buffering more than that.
 ///
+/// Lines are handed out of the read buffer itself, without a copy. The
+/// buffer is sized by use: it starts at [`FIRST_READ`] bytes (most answers
+/// are far smaller), doubles up to [`MOST_READ`] while reads keep filling
+/// it, grows past that only to hold one long line, and goes back to its
+/// size once such a line is consumed. An idle connection so holds a few KiB,
+/// not a 64 KiB buffer it once needed.
+///
 /// The buffer lives as long as the reader, so a line that arrives in pieces
 /// is never lost; `next_line` is meant for one reader task, not for `select!`.
 #[derive(Debug)]
 pub(crate) struct LineReader<R> {
     inner: R,
-    line: Vec<u8>,
+    /// Bytes read; `buf[start..]` is not handed out yet.
+    buf: Vec<u8>,
+    start: usize,
+    /// `buf[start..scanned]` holds no newline.
+    scanned: usize,
+    /// The capacity the next empty buffer gets.
+    want: usize,
     limit: usize,
 }
+
+/// The first read buffer's size.
+const FIRST_READ: usize = 4 * 1024;
+/// The most a read buffer grows to while lines are short.
+const MOST_READ: usize = 64 * 1024;
+/// Less room than this, and the buffer is compacted (or grown) first.
+const LEAST_READ: usize = 512;
 
 /// Why no line could be read.
 #[derive(Debug)]
@@ -94,11 +114,14 @@ pub(crate) enum ReadError {
     TooLong,
 }
 
-impl<R: AsyncBufRead + Unpin> LineReader<R> {
+impl<R: AsyncRead + Unpin> LineReader<R> {
     pub(crate) fn new(inner: R, limit: usize) -> Self {
         Self {
             inner,
-            line: Vec::new(),
+            buf: Vec::new(),
+            start: 0,
+            scanned: 0,
+            want: FIRST_READ,
             limit,
         }
     }
@@ -110,42 +133,83 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
 
     /// The next line without its `\n` (or `\r\n`), or `None` at end of file.
     /// A last line without a newline is still a line.
+    ///
+    /// # Cancel safety
+    /// Dropping the future loses nothing: what was read stays buffered.
     pub(crate) async fn next_line(&mut self) -> Result<Option<&[u8]>, ReadError> {
-        self.line.clear();
-        // A huge earlier line must not pin its memory for the whole session.
-        if self.line.capacity() > 1024 * 1024 {
-            self.line.shrink_to(64 * 1024);
-        }
         loop {
-            let available = self.inner.fill_buf().await.map_err(ReadError::Io)?;
-            if available.is_empty() {
-                if self.line.is_empty() {
-                    return Ok(None);
+            if let Some(i) = self.buf[self.scanned..].iter().position(|&b| b == b'\n') {
+                let newline = self.scanned + i;
+                if newline + 1 - self.start > self.limit {
+                    return Err(ReadError::TooLong);
                 }
-                break;
+                let from = self.start;
+                self.start = newline + 1;
+                self.scanned = self.start;
+                return Ok(Some(without_cr(&self.buf[from..newline])));
             }
-            let (take, done) = match available.iter().position(|&b| b == b'\n') {
-                Some(i) => (i + 1, true),
-                None => (available.len(), false),
-            };
-            if self.line.len() + take > self.limit {
+            self.scanned = self.buf.len();
+            let pending = self.buf.len() - self.start;
+            // Even its newline would not fit.
+            if pending >= self.limit {
                 return Err(ReadError::TooLong);
             }
-            self.line.extend_from_slice(&available[..take]);
-            self.inner.consume(take);
-            if done {
-                break;
+            self.make_room();
+            let room = (self.buf.capacity() - self.buf.len()).min(self.limit - pending);
+            let before = self.buf.len();
+            let n = (&mut self.inner)
+                .take(room as u64)
+                .read_buf(&mut self.buf)
+                .await
+                .map_err(ReadError::Io)?;
+            if n == 0 {
+                if pending == 0 {
+                    return Ok(None);
+                }
+                let from = self.start;
+                self.start = self.buf.len();
+                self.scanned = self.start;
+                return Ok(Some(without_cr(&self.buf[from..])));
+            }
+            debug_assert_eq!(self.buf.len(), before + n);
+            if n == room && self.want < MOST_READ {
+                // Reads fill the buffer: the next one may take more at once.
+                self.want *= 2;
             }
         }
-        let mut end = self.line.len();
-        if self.line[..end].ends_with(b"\n") {
-            end -= 1;
-        }
-        if self.line[..end].ends_with(b"\r") {
-            end -= 1;
-        }
-        Ok(Some(&self.line[..end]))
     }
+
+    /// Frees what was handed out, and leaves room for one more read.
+    fn make_room(&mut self) {
+        if self.start == self.buf.len() {
+            self.buf.clear();
+            self.start = 0;
+            self.scanned = 0;
+            if self.buf.capacity() > MOST_READ {
+                // A long line must not pin its memory for the whole session.
+                self.buf = Vec::new();
+            }
+            if self.buf.capacity() < self.want {
+                self.buf.reserve_exact(self.want);
+            }
+        } else if self.buf.capacity() - self.buf.len() < LEAST_READ {
+            if self.start > 0 {
+                self.buf.copy_within(self.start.., 0);
+                self.buf.truncate(self.buf.len() - self.start);
+                self.scanned -= self.start;
+                self.start = 0;
+            }
+            if self.buf.capacity() - self.buf.len() < LEAST_READ {
+                // One line longer than the buffer: grow as a Vec does.
+                self.buf.reserve(self.want);
+            }
+        }
+    }
+}
+
+/// A line without its `\r` before the newline, if it has one.
+fn without_cr(line: &[u8]) -> &[u8] {
+    line.strip_suffix(b"\r").unwrap_or(line)
 }
 
 /// The members of a JSON-RPC message this client reads; others are skipped
@@ -304,7 +368,39 @@ mod tests {
         assert_eq!(got, vec![Ok(b"12345678".to_vec()), Err("too long".into())]);
         let mut reader = LineReader::new(&b"0123456789abcdef"[..], 8);
         assert!(matches!(reader.next_line().await, Err(ReadError::TooLong)));
-        assert!(reader.line.len() <= 8, "buffered {}", reader.line.len());
+        assert!(reader.buf.len() <= 8, "buffered {}", reader.buf.len());
+    }
+
+    /// A line many buffers long is whole; once it and the lines read with
+    /// it are consumed the buffer is back to at most [`MOST_READ`]; a reader
+    /// that read one small answer holds [`FIRST_READ`].
+    #[tokio::test]
+    async fn buffers_are_sized_by_use() {
+        let long = vec![b'a'; 300 * 1024];
+        let mut input = long.clone();
+        input.extend_from_slice(b"\r\nshort\n");
+        for _ in 0..2000 {
+            input.extend_from_slice(b"0123456789abcdefghijklmnopqrstuvwxyz0123456789\n");
+        }
+        let mut reader = LineReader::new(&input[..], 1 << 20);
+        assert_eq!(reader.next_line().await.expect("read"), Some(&long[..]));
+        assert!(reader.buf.capacity() >= long.len());
+        assert_eq!(reader.next_line().await.expect("read"), Some(&b"short"[..]));
+        let mut n = 0;
+        while let Some(line) = reader.next_line().await.expect("read") {
+            assert_eq!(line.len(), 46);
+            n += 1;
+        }
+        assert_eq!(n, 2000);
+        // Everything consumed: the long line's memory is given back.
+        assert!(
+            reader.buf.capacity() <= MOST_READ,
+            "{}",
+            reader.buf.capacity()
+        );
+        let mut idle = LineReader::new(&b"{}\n"[..], 1 << 20);
+        assert_eq!(idle.next_line().await.expect("read"), Some(&b"{}"[..]));
+        assert_eq!(idle.buf.capacity(), FIRST_READ);
     }
 
     #[test]

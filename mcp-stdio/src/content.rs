@@ -193,10 +193,11 @@ mod tests {
             r#"{"content":[{"type":"resource","resource":{"uri":"mem://t","text":"body","blob":"AAE="}}]}"#,
             r#"{"content":[{"type":"resource","resource":{"uri":"mem://b","blob":"AAE=","text":null}}]}"#,
             r#"{"content":[{"type":"hologram","data":"?"}]}"#,
+        ];
+        // Duplicates go the `Value` path, which reads them alike.
+        let other = [
             r#"{"content":[{"type":"text","text":"first"}],"content":[{"type":"text","text":"second"}]}"#,
             r#"{"isError":true,"isError":false}"#,
-        ];
-        let other = [
             r#"[]"#,
             r#"[[{"type":"text","text":"hi"}]]"#,
             r#"{"content":[["text","hi"]]}"#,

@@ -39,6 +39,7 @@ use spear_capabilities::{ConnectFuture, ConnectRequest, ProviderKind};
 pub use client::Stats;
 pub use codec::MAX_LINE;
 pub use config::ServerConfig;
+pub use outbox::MAX_UNREAD;
 pub use process::STDERR_KEPT;
 pub use provider::{DEFAULT_TIMEOUT, McpProvider, Options, PROTOCOL_VERSION};
 pub use tools::{MAX_LISTING_BYTES, MAX_PAGES, MAX_TOOLS};

@@ -7,6 +7,11 @@
 //! flight, and whatever a full pipe does not take, wait in one queue that a
 //! writer task empties in as few writes as it can, so many calls in flight
 //! still share a system call.
+//!
+//! What waits for the server is bounded ([`MAX_UNREAD`]): a server that
+//! does not read its stdin (while it floods us with requests we must answer)
+//! would otherwise make the queue grow without end. Passing the bound breaks
+//! the box, drops what was queued, and the connection fails.
 
 use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -14,6 +19,15 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::net::unix::pipe;
 use tokio::process::ChildStdin;
 use tokio::sync::Notify;
+
+/// The most bytes queued for a server's stdin. A line sent while the queue
+/// is empty is always taken whatever its size (one request's arguments may be
+/// large); past this bound, a line sent behind others breaks the box.
+pub const MAX_UNREAD: usize = 16 * 1024 * 1024;
+
+/// The server left more than [`MAX_UNREAD`] bytes unread: the box is broken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Unread;
 
 /// The sending side, shared by the connection, its reader and its sweeper.
 #[derive(Debug, Clone)]
@@ -63,29 +77,41 @@ impl Outbox {
     /// Sends `line` after everything sent before it. With `queue_only`
     /// (others are in flight, so more lines are likely to follow soon) it
     /// goes to the writer task even when nothing waits before it.
-    pub(crate) fn send(&self, line: &[u8], queue_only: bool) {
+    ///
+    /// # Errors
+    /// [`Unread`] when the line would make the queue pass [`MAX_UNREAD`]:
+    /// the queue is dropped and the pipe closed (later lines are dropped).
+    pub(crate) fn send(&self, line: &[u8], queue_only: bool) -> Result<(), Unread> {
         let mut state = self.inner.lock();
         let Some(pipe) = state.pipe.as_ref().filter(|_| !state.closing) else {
-            return;
+            return Ok(());
         };
         let mut rest = line;
         if state.queue.is_empty() && !queue_only {
             match pipe.try_write(line) {
-                Ok(n) if n == line.len() => return,
+                Ok(n) if n == line.len() => return Ok(()),
                 Ok(n) => rest = &line[n..],
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                 Err(_) => {
                     state.pipe = None;
-                    return;
+                    return Ok(());
                 }
             }
         }
         let was_empty = state.queue.is_empty();
+        if !was_empty && state.queue.len() + rest.len() > MAX_UNREAD {
+            state.pipe = None;
+            state.queue = Vec::new();
+            drop(state);
+            self.inner.wake.notify_one();
+            return Err(Unread);
+        }
         state.queue.extend_from_slice(rest);
         drop(state);
         if was_empty {
             self.inner.wake.notify_one();
         }
+        Ok(())
     }
 
     /// Closes the server's stdin once everything sent is written: the
@@ -161,11 +187,13 @@ mod tests {
             .expect("cat runs");
         let outbox = Outbox::start(cat.stdin.take().expect("stdin")).expect("a pipe");
         let big = format!("{}\n", "x".repeat(1 << 20));
-        outbox.send(b"first\n", false);
-        outbox.send(big.as_bytes(), false);
-        outbox.send(b"queued behind\n", true);
+        outbox.send(b"first\n", false).expect("room");
+        outbox.send(big.as_bytes(), false).expect("room");
+        outbox.send(b"queued behind\n", true).expect("room");
         outbox.close();
-        outbox.send(b"after close: dropped\n", false);
+        outbox
+            .send(b"after close: dropped\n", false)
+            .expect("dropped");
         let mut out = Vec::new();
         let mut stdout = cat.stdout.take().expect("stdout");
         // cat ends its output only when its stdin is closed.
@@ -174,5 +202,34 @@ mod tests {
             .expect("the pipe was closed")
             .expect("read");
         assert_eq!(out, format!("first\n{big}queued behind\n").into_bytes());
+    }
+
+    /// A reader that never reads: the queue stops at the bound, the box
+    /// breaks and frees what it held, and later lines are dropped.
+    #[tokio::test]
+    async fn a_pipe_nobody_reads_breaks_the_box_at_the_bound() {
+        let mut sleeper = tokio::process::Command::new("sleep")
+            .arg("30")
+            .stdin(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("sleep runs");
+        let outbox = Outbox::start(sleeper.stdin.take().expect("stdin")).expect("a pipe");
+        let line = vec![b'x'; 1 << 20];
+        let mut sent = 0usize;
+        let broke = loop {
+            match outbox.send(&line, false) {
+                Ok(()) => sent += line.len(),
+                Err(Unread) => break sent,
+            }
+            assert!(sent <= 2 * MAX_UNREAD, "never broke after {sent} bytes");
+        };
+        assert!(broke >= MAX_UNREAD, "broke after {broke} bytes");
+        assert!(
+            outbox.inner.lock().queue.capacity() == 0,
+            "the queue was freed"
+        );
+        assert_eq!(outbox.send(b"later\n", false), Ok(()));
+        assert!(outbox.inner.lock().pipe.is_none());
     }
 }

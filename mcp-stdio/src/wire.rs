@@ -6,11 +6,17 @@
 //! gives up on anything else, which then goes the `Value` path and gets
 //! that path's answer and error messages. So the two never disagree; the
 //! fuzz target `mcp_stdout` checks that on every answer it reads.
+//!
+//! The result's own members are read by serde's derive. A block's are read
+//! by a hand-written visitor that takes only a map: a derived struct also
+//! reads itself from an array (`["text", "hi"]` as a text block), which the
+//! `Value` path refuses, and the derive's way out of that (`flatten`)
+//! buffers every member and costs more.
 
 use std::fmt;
 
-use serde::Deserializer;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use spear_capabilities::{CallResult, Content, ResourceBody};
 
@@ -20,18 +26,33 @@ pub(crate) fn call_result(json: &str) -> Option<CallResult> {
     if !json.trim_ascii_start().starts_with('{') {
         return None;
     }
-    let mut de = serde_json::Deserializer::from_str(json);
-    let result = de.deserialize_map(ResultVisitor).ok()?;
-    de.end().ok()?;
-    result
+    // A duplicate member is an error here; the `Value` path, where the
+    // later one wins, then reads it.
+    let wire: ResultWire = serde_json::from_str(json).ok()?;
+    let mut result = CallResult::new(wire.content.map(|b| b.0).unwrap_or_default());
+    if let Some(structured) = wire.structured {
+        result = result.with_structured(structured);
+    }
+    if let Some(is_error) = wire.is_error {
+        result = result.with_error(is_error);
+    }
+    Some(result)
 }
 
-/// The members of a result or a block that the mapping reads.
+/// The members of a result the mapping reads; `null` reads as absent, as on
+/// the `Value` path.
+#[derive(Deserialize)]
+struct ResultWire {
+    content: Option<Blocks>,
+    #[serde(rename = "structuredContent")]
+    structured: Option<Value>,
+    #[serde(rename = "isError")]
+    is_error: Option<bool>,
+}
+
+/// The members of a block that the mapping reads.
 #[derive(Clone, Copy)]
 enum Key {
-    Content,
-    Structured,
-    IsError,
     Type,
     Text,
     MimeType,
@@ -63,9 +84,6 @@ impl Visitor<'_> for KeyVisitor {
 
     fn visit_str<E: de::Error>(self, key: &str) -> Result<Key, E> {
         Ok(match key {
-            "content" => Key::Content,
-            "structuredContent" => Key::Structured,
-            "isError" => Key::IsError,
             "type" => Key::Type,
             "text" => Key::Text,
             "mimeType" => Key::MimeType,
@@ -86,41 +104,6 @@ impl Visitor<'_> for KeyVisitor {
 /// than the plain case; the caller then takes that path.
 fn give_up<E: de::Error>() -> E {
     E::custom("not the plain case")
-}
-
-struct ResultVisitor;
-
-impl<'de> Visitor<'de> for ResultVisitor {
-    type Value = Option<CallResult>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a tools/call result")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        // Later duplicates win, as they do in a `Value` map.
-        let mut content = None;
-        let mut structured = None;
-        let mut is_error = None;
-        while let Some(key) = map.next_key::<Key>()? {
-            match key {
-                Key::Content => content = map.next_value::<Option<Blocks>>()?.map(|b| b.0),
-                Key::Structured => structured = map.next_value::<Option<Value>>()?,
-                Key::IsError => is_error = map.next_value::<Option<bool>>()?,
-                _ => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-        }
-        let mut result = CallResult::new(content.unwrap_or_default());
-        if let Some(structured) = structured {
-            result = result.with_structured(structured);
-        }
-        if let Some(is_error) = is_error {
-            result = result.with_error(is_error);
-        }
-        Ok(Some(result))
-    }
 }
 
 /// The `content` array, each block mapped as it is read.

@@ -43,6 +43,8 @@ const USAGE: &str = "usage: spear-fixture-server [flags]
   --start-delay MS      wait MS milliseconds before answering initialize
   --page-delay MS       wait MS milliseconds before each tools/list page
   --page-pad BYTES      add a member of BYTES bytes to each tools/list page
+  --ping-flood          after initialized, send `ping` requests with 1 MiB ids
+                        without end and never read stdin again
 
 tools: echo {text}, fail, reject, mixed, env, sleep {ms}, hang, crash, stray";
 
@@ -69,6 +71,7 @@ struct Opts {
     start_delay: Duration,
     page_delay: Duration,
     page_pad: usize,
+    ping_flood: bool,
 }
 
 fn parse() -> Opts {
@@ -116,6 +119,7 @@ fn parse() -> Opts {
             "--start-delay" => o.start_delay = Duration::from_millis(number(value()) as u64),
             "--page-delay" => o.page_delay = Duration::from_millis(number(value()) as u64),
             "--page-pad" => o.page_pad = number(value()),
+            "--ping-flood" => o.ping_flood = true,
             "--pid-file" => {
                 let path = value();
                 std::fs::write(&path, std::process::id().to_string())
@@ -268,6 +272,9 @@ impl Server {
         let Some(id) = m.get("id").cloned() else {
             if method == "notifications/initialized" {
                 self.initialized = true;
+                if self.o.ping_flood {
+                    self.flood();
+                }
                 if self.o.notify_after_init {
                     self.send(
                         &json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}),
@@ -303,6 +310,16 @@ impl Server {
             "ping" => self.answer(id, json!({})),
             _ => self.error(id, -32601, "method not found"),
         }
+    }
+
+    /// Sends `ping` requests with 1 MiB ids until stdout breaks, reading
+    /// nothing: the client's answers pile up on our stdin.
+    fn flood(&mut self) -> ! {
+        let pad = "p".repeat(1 << 20);
+        for n in 0u64.. {
+            self.send(&json!({"jsonrpc": "2.0", "id": format!("{n}-{pad}"), "method": "ping"}));
+        }
+        exit(0)
     }
 
     fn initialize(&mut self, id: Value) {
