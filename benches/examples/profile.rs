@@ -5,9 +5,16 @@
 //! calls with mcp-stdio (`call-task`: from a spawned task, as the compare
 //! bench does), `gateway` makes them through a turn, `floor` makes them with
 //! the floor client, `async-floor` with the async floor (in a task), `rmcp`
-//! with the official SDK.
+//! with the official SDK. `session-list` opens a session's first turn over a
+//! server of 10 000 tools with a schema each (spawn, initialize, 100 pages,
+//! admission and its schema vetting, the exposure) n times and prints the
+//! median and range in milliseconds: the whole start the yardstick's
+//! listing row measures only the client's part of.
 
 use spear_benches::fixture::{TEN_THOUSAND_TOOLS, fixture_server};
+
+/// 10 000 tools in 100 pages, each with a schema of its own.
+const OWN_SCHEMAS: &[&str] = &["--tools", "9991", "--page-size", "100", "--own-schemas"];
 use spear_benches::floor::Floor;
 use spear_benches::floor_async::AsyncFloor;
 use spear_benches::official;
@@ -52,6 +59,22 @@ fn main() {
                 .await
                 .expect("the task ends");
                 let _ = p.shutdown().await;
+            }
+            "session-list" => {
+                let mut ms = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let began = std::time::Instant::now();
+                    let g = Gateway::open(&fixture, OWN_SCHEMAS).await.expect("opens");
+                    ms.push(began.elapsed().as_secs_f64() * 1000.0);
+                    g.close().await;
+                }
+                ms.sort_by(f64::total_cmp);
+                println!(
+                    "session start, 10 000 tools with a schema each: median {:.1} ms ({:.1} to {:.1}), {n} runs",
+                    ms[ms.len() / 2],
+                    ms[0],
+                    ms[ms.len() - 1]
+                );
             }
             "gateway" => {
                 let g = Gateway::open(&fixture, &[]).await.expect("opens");

@@ -49,6 +49,9 @@ pub(crate) struct Admission {
     /// The tools left out and why: first those the kind could not read at
     /// all, then the others in the provider's order.
     pub(crate) rejected: Vec<RejectedTool>,
+    /// Names the entry's `read` list gives that the provider does not offer
+    /// at all (a misspelling leaves the tool it meant a WRITE), in order.
+    pub(crate) read_not_offered: Vec<String>,
 }
 
 /// Why a tool name cannot be part of a capability id, if it cannot: it must
@@ -81,9 +84,16 @@ pub(crate) fn admit(entry: &ProviderEntry, offered: ToolList) -> Admission {
         .filter(|&(_, n)| n > 1)
         .map(|(name, n)| (name.to_owned(), n))
         .collect();
+    let read_not_offered = entry
+        .read
+        .iter()
+        .filter(|name| !offered.tools.iter().any(|spec| &spec.name == *name))
+        .cloned()
+        .collect();
     let mut admission = Admission {
         tools: Vec::new(),
         rejected: offered.rejected,
+        read_not_offered,
     };
     let mut schemas = Schemas::default();
     for spec in offered.tools {

@@ -111,6 +111,14 @@ pub enum AuditEvent {
         /// Why.
         reason: String,
     },
+    /// A name in a provider's `read` list that it does not offer: the tool
+    /// meant (a misspelling?) stays a WRITE.
+    ReadNotOffered {
+        /// The provider's id.
+        provider: String,
+        /// The name as the registry gives it.
+        tool: String,
+    },
     /// A provider that had failed is started again, for a later turn.
     ProviderRestarted {
         /// The provider's id.

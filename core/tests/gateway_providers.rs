@@ -269,6 +269,42 @@ async fn unusable_tools_are_left_out_and_recorded_while_the_rest_stay() {
 }
 
 #[tokio::test]
+async fn a_read_name_the_provider_does_not_offer_is_recorded_and_changes_nothing() {
+    let b = Bench::new(json!([
+        {"id": "time", "scope": "global", "read": ["convert_tim", "get_time"]}
+    ]));
+    b.provider("time")
+        .add_simple_tool("convert_time", "Convert.", &[])
+        .add_simple_tool("get_time", "Now.", &[]);
+    let t = b.session(Arc::new(Auto)).begin_turn(implementation()).await;
+    let class = |id: &str| {
+        t.shown()
+            .capabilities
+            .iter()
+            .find(|c| c.id == id)
+            .map(|c| c.class)
+    };
+    // The misspelling leaves the tool it meant a WRITE, as the registry
+    // says: recorded for the operator, never guessed at.
+    assert_eq!(
+        class("time/convert_time"),
+        Some(spear_capabilities::Class::Write)
+    );
+    assert_eq!(
+        class("time/get_time"),
+        Some(spear_capabilities::Class::Read)
+    );
+    let events = b.sink.named("read_not_offered");
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["provider"], "time");
+    assert_eq!(events[0]["tool"], "convert_tim");
+    // Recorded before the start it belongs to is.
+    let names = b.sink.names();
+    let at = |n: &str| names.iter().position(|e| e == n);
+    assert!(at("read_not_offered") < at("provider_started"), "{names:?}");
+}
+
+#[tokio::test]
 async fn closing_the_session_shuts_every_started_provider_down() {
     let b = two();
     let (notes, mail) = (b.provider("notes"), b.provider("mail"));

@@ -406,6 +406,12 @@ async fn start(inner: &Inner, slot: &Slot) -> Result<Ready, Error> {
             reason: one_line(&rejected.reason, 500),
         });
     }
+    for tool in &admission.read_not_offered {
+        inner.audit.emit(AuditEvent::ReadNotOffered {
+            provider: entry.id.clone(),
+            tool: one_line(tool, 200),
+        });
+    }
     inner.audit.emit(AuditEvent::ProviderStarted {
         provider: entry.id.clone(),
         tools: admission.tools.len(),

@@ -17,6 +17,7 @@ const USAGE: &str = "usage: spear-fixture-server [flags]
   --version V           protocolVersion to answer (default 2025-06-18)
   --tools N             also offer N tools gen_0 .. gen_{N-1}
   --page-size K         tools per tools/list page (default: one page)
+  --own-schemas         each gen_ tool has a schema of its own (x<i> required, as a real server)
   --cursor-cycle        the last page's nextCursor repeats an earlier cursor
   --bad-tools           also offer a bad name, a duplicate and unusable schemas
   --silent              read everything, answer nothing
@@ -53,6 +54,8 @@ struct Opts {
     version: Option<String>,
     tools: usize,
     page_size: Option<usize>,
+    /// Every generated tool has a schema of its own, as on a real server.
+    own_schemas: bool,
     cursor_cycle: bool,
     bad_tools: bool,
     silent: bool,
@@ -89,6 +92,7 @@ fn parse() -> Opts {
             "--version" => o.version = Some(value()),
             "--tools" => o.tools = number(value()),
             "--page-size" => o.page_size = Some(number(value()).max(1)),
+            "--own-schemas" => o.own_schemas = true,
             "--cursor-cycle" => o.cursor_cycle = true,
             "--bad-tools" => o.bad_tools = true,
             "--silent" => o.silent = true,
@@ -367,7 +371,12 @@ impl Server {
             json!({"name": "stray", "description": "Sends an answer to no request first", "inputSchema": obj(json!({}))}),
         ];
         for i in 0..self.o.tools {
-            tools.push(json!({"name": format!("gen_{i}"), "description": format!("Generated tool {i}"), "inputSchema": obj(json!({}))}));
+            let schema = if self.o.own_schemas {
+                json!({"type": "object", "properties": {format!("x{i}"): {"type": "integer", "minimum": 0}, "mode": {"type": "string", "enum": ["a", "b"]}}, "required": [format!("x{i}")]})
+            } else {
+                obj(json!({}))
+            };
+            tools.push(json!({"name": format!("gen_{i}"), "description": format!("Generated tool {i}"), "inputSchema": schema}));
         }
         if self.o.bad_tools {
             tools.push(json!({"name": "bad name!", "inputSchema": obj(json!({}))}));
