@@ -153,3 +153,29 @@ async fn dropping_an_unfinished_start_leaves_nothing_running() {
     }
     assert_gone(pid);
 }
+
+/// The OS boundary the README and docs/security.md state: a grandchild that
+/// calls setsid() and ignores SIGTERM leaves the server's process group, so
+/// ending the group (SIGTERM, then SIGKILL) cannot reach it, and it outlives
+/// the provider. What is ours still ends: the server and its group.
+#[tokio::test]
+async fn a_grandchild_that_calls_setsid_and_ignores_sigterm_outlives_the_provider() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("escaped");
+    let p = start(&["--escaping-grandchild", file.to_str().expect("utf8")]).await;
+    let escaped: u32 = std::fs::read_to_string(&file)
+        .expect("the fixture wrote the pid before answering initialize")
+        .trim()
+        .parse()
+        .expect("a pid");
+    let server = p.pid();
+    stop(p).await;
+    let alive = spear_testkit::procfs::stat(escaped);
+    // Clean up before asserting: the test must not leave it behind either.
+    let _ = std::process::Command::new("kill")
+        .args(["-KILL", &escaped.to_string()])
+        .status();
+    let alive = alive.expect("the escaped grandchild outlived the provider");
+    assert_ne!(alive.state, 'Z', "{alive:?}");
+    assert_eq!(alive.pgrp, escaped, "it left the server's group {server}");
+}

@@ -28,6 +28,8 @@ const USAGE: &str = "usage: spear-fixture-server [flags]
   --batch               answer initialize inside a JSON array
   --exit-at-start CODE  say so on stderr and exit with CODE
   --grandchild          start `sleep 3600` in the same process group
+  --escaping-grandchild FILE  start a `sleep 30` that leaves the group with
+                        setsid(1) and ignores SIGTERM; write its pid to FILE
   --linger              keep running after stdin closes
   --chatty              before answering a call, send notifications and the
                         requests ping and roots/list, and wait for the answers
@@ -64,6 +66,7 @@ struct Opts {
     huge_line: Option<usize>,
     batch: bool,
     grandchild: bool,
+    escaping_grandchild: Option<String>,
     linger: bool,
     chatty: bool,
     notify_after_init: bool,
@@ -102,6 +105,7 @@ fn parse() -> Opts {
             "--batch" => o.batch = true,
             "--exit-at-start" => exit_code = Some(number(value()) as i32),
             "--grandchild" => o.grandchild = true,
+            "--escaping-grandchild" => o.escaping_grandchild = Some(value()),
             "--linger" => o.linger = true,
             "--chatty" => o.chatty = true,
             "--notify-after-init" => o.notify_after_init = true,
@@ -166,6 +170,33 @@ fn count_start(path: &str) -> usize {
         .count()
 }
 
+/// Starts a grandchild in a session of its own (setsid(1)) that ignores
+/// SIGTERM, and writes its pid to `file` once it has left our group and
+/// become `sleep`: what no process group signal can reach.
+fn escape(file: &str) {
+    let child = Command::new("setsid")
+        .args(["sh", "-c", "trap '' TERM; exec sleep 30"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| die(&format!("cannot start setsid: {e}")));
+    let pid = child.id();
+    for _ in 0..500 {
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let pgrp = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(2).map(str::to_owned));
+        if comm.trim() == "sleep" && pgrp.as_deref() == Some(pid.to_string().as_str()) {
+            std::fs::write(file, pid.to_string()).unwrap_or_else(|e| die(&format!("{file}: {e}")));
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    die("the escaping grandchild did not leave the group in 5 s");
+}
+
 fn die(message: &str) -> ! {
     eprintln!("fixture: {message}");
     exit(2)
@@ -186,6 +217,9 @@ struct Server {
 fn main() {
     let o = parse();
     eprintln!("fixture: pid {}", std::process::id());
+    if let Some(file) = &o.escaping_grandchild {
+        escape(file);
+    }
     if o.grandchild {
         let spawned = Command::new("sleep")
             .arg("3600")
