@@ -173,6 +173,8 @@ fn count_start(path: &str) -> usize {
 /// Starts a grandchild in a session of its own (setsid(1)) that ignores
 /// SIGTERM, and writes its pid to `file` once it has left our group and
 /// become `sleep`: what no process group signal can reach.
+// Never waited for on purpose: it is to outlive this server.
+#[allow(clippy::zombie_processes)]
 fn escape(file: &str) {
     let child = Command::new("setsid")
         .args(["sh", "-c", "trap '' TERM; exec sleep 30"])
