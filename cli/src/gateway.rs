@@ -1,4 +1,8 @@
 //! `turn`, `list` and `invoke`: the gateway as a turn meets it.
+//!
+//! About 490 lines, kept whole: the three subcommands share the session's
+//! set-up, the handling of signals and of a closed stdout, and the output;
+//! each subcommand is a function of its own.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;

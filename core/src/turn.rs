@@ -10,6 +10,9 @@
 //!
 //! It is not where sentences are worded ([`crate::messages`]) nor where
 //! providers are started ([`crate::session`]).
+//!
+//! About 460 lines, kept whole: a turn's state and its answers to `list`,
+//! `describe` and every refusal read together; `invoke` is `turn/call.rs`.
 
 mod call;
 

@@ -1,4 +1,6 @@
 //! Framing: one JSON-RPC 2.0 message per line, each line bounded in size.
+//!
+//! Its unit tests take it past 400 lines; the code is about 330.
 
 use std::borrow::Cow;
 use std::io;

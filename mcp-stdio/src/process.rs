@@ -13,6 +13,8 @@
 //! lives as long as the process. What it does not reach: the server's own
 //! children. Orphaned when the server is killed, they live on unless they
 //! watch their parent (`testkit/tests/parent_death.rs` shows both).
+//!
+//! Its unit tests take it past 400 lines; the code is under 400.
 
 use std::collections::VecDeque;
 use std::path::Path;

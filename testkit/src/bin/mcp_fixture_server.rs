@@ -3,6 +3,9 @@
 //! Single-threaded with blocking stdio and no runtime, so that it is fast and
 //! predictable, both for the mcp-stdio tests and as the server of the
 //! benchmarks. Misbehaviour is chosen by flags (see `USAGE`).
+//!
+//! Over 400 lines on purpose: one binary of scriptable behaviours, each flag
+//! a few lines, read whole by whoever writes a test against it.
 #![forbid(unsafe_code)]
 
 use std::collections::VecDeque;
