@@ -54,7 +54,8 @@ impl Turn {
         if self.shown.exposure == Exposure::Index && !admitted.described.load(Ordering::Relaxed) {
             return self.refuse(Some(id), line, &messages::describe_first(cap));
         }
-        let checking = Instant::now();
+        // The runtime's clock, as the call's timer reads it.
+        let checking = tokio::time::Instant::now();
         let arguments = match self.check(slot, tool, arguments).await {
             Ok(arguments) => arguments,
             Err(reason) => return self.refuse(Some(id), line, &reason),
