@@ -19,6 +19,11 @@ use serde_json::{Map, Value, json};
 use crate::framing::one_line;
 use crate::vetting::{Declared, ListingBudget, Vetted, pattern_options};
 
+/// The most schema nodes (every `$ref` followed) of a compiled schema whose
+/// checks run on the calling thread: validating one call's arguments
+/// against it is a few microseconds.
+pub const QUICK_CHECK_NODES: u64 = 256;
+
 /// The most schema errors reported for one call.
 pub const MAX_ARGUMENT_ERRORS: usize = 8;
 
@@ -206,6 +211,14 @@ impl ToolSchema {
         self.compiled.get().is_some()
     }
 
+    /// Whether a check is too little work to leave the calling thread for:
+    /// compiled already, at most [`QUICK_CHECK_NODES`] schema nodes
+    /// reachable, and no regular expression. Most real tools' schemas are;
+    /// every other check runs off the runtime's I/O threads.
+    pub fn is_quick(&self) -> bool {
+        self.is_compiled() && self.vetted.nodes <= QUICK_CHECK_NODES && !self.vetted.has_patterns
+    }
+
     /// Checks `arguments`, compiling the schema first if no check has yet.
     /// Blocking and bounded by the vetting budgets: the gateway runs it off
     /// the runtime's I/O threads.
@@ -232,6 +245,29 @@ impl ToolSchema {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn only_a_compiled_small_schema_without_patterns_is_checked_in_place() {
+        let tool = |schema: Value| {
+            let vetted = crate::vetting::ListingBudget::default()
+                .vet(&schema)
+                .expect("usable");
+            ToolSchema::new(schema, vetted)
+        };
+        let small = tool(json!({"type": "object", "properties": {"q": {"type": "string"}}}));
+        assert!(!small.is_quick(), "its first check compiles it");
+        assert!(small.check(&json!({"q": "x"})).is_ok());
+        assert!(small.is_quick());
+        let patterned = tool(json!({"type": "object", "properties": {"q": {"pattern": "^a+$"}}}));
+        assert!(patterned.check(&json!({"q": "aa"})).is_ok());
+        assert!(!patterned.is_quick(), "matching time depends on the input");
+        let properties: Map<String, Value> = (0..QUICK_CHECK_NODES)
+            .map(|i| (format!("p{i}"), json!({"type": "integer"})))
+            .collect();
+        let large = tool(json!({"type": "object", "properties": properties}));
+        assert!(large.check(&json!({})).is_ok());
+        assert!(!large.is_quick(), "more nodes than a quick check may have");
+    }
 
     #[test]
     fn valid_arguments_with_many_unknown_ones_report_at_most_the_cap() {

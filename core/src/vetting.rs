@@ -81,6 +81,9 @@ pub struct Vetted {
     pub declared: Declared,
     /// The schema nodes validation can reach, every `$ref` followed.
     pub nodes: u64,
+    /// Whether it has a regular expression (`pattern`, a key of
+    /// `patternProperties`), whose matching time depends on the input.
+    pub has_patterns: bool,
 }
 
 /// The budget of one listing: what its schemas have used so far, and the
@@ -123,7 +126,12 @@ impl ListingBudget {
         let declared = declared(schema, &mut walk)?;
         meta_valid(schema)?;
         self.schema_bytes += bytes;
-        Ok(Vetted { declared, nodes })
+        let has_patterns = !walk.patterns.is_empty();
+        Ok(Vetted {
+            declared,
+            nodes,
+            has_patterns,
+        })
     }
 
     /// Compiles `pattern` once per listing, under [`MAX_PATTERN_SIZE`] and

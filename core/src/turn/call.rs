@@ -2,8 +2,9 @@
 //!
 //! The capability must be one the turn admits (and, in index mode, one it
 //! has described); its arguments must fit the tool's schema (checked off
-//! the runtime's I/O threads, within the provider's timeout, the schema
-//! compiled at its first call and kept for the session); a WRITE runs
+//! the runtime's I/O threads, within the provider's timeout, unless the
+//! check is quick: `ToolSchema::is_quick`; the schema compiled at its first
+//! call and kept for the session); a WRITE runs
 //! only when the provider's write policy and the session's permission mode
 //! both allow it (an approval is recorded when it is given). The call then
 //! goes to the provider, and the gateway's own work and the call together
@@ -107,16 +108,23 @@ impl Turn {
     ) -> Result<Map<String, Value>, String> {
         let cap = &tool.shown.id;
         let schema = Arc::clone(&tool.schema);
-        let checking = tokio::task::spawn_blocking(move || {
+        let check = move || {
             let arguments = Value::Object(arguments);
             let verdict = schema.check(&arguments);
             (arguments, verdict)
-        });
+        };
         let framed = |text: &str| match tool.frame.frame(text) {
             Ok(framed) => framed,
             Err(no_token) => no_token.to_string(),
         };
-        let checked = tokio::time::timeout(slot.entry.timeout, checking).await;
+        // A quick check (a small compiled schema, no regular expression)
+        // is not worth a thread hand-off; any other runs on the blocking
+        // pool, under the provider's timeout.
+        let checked = if tool.schema.is_quick() {
+            Ok(Ok::<_, tokio::task::JoinError>(check()))
+        } else {
+            tokio::time::timeout(slot.entry.timeout, tokio::task::spawn_blocking(check)).await
+        };
         match checked {
             Ok(Ok((Value::Object(arguments), Ok(())))) => Ok(arguments),
             Ok(Ok((_, Err(CheckFailure::Arguments(errors))))) => Err(
