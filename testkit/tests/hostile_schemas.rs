@@ -181,9 +181,10 @@ async fn a_check_that_cannot_finish_in_time_refuses_the_call_and_never_sends_it(
         1.0,
     );
     let turn = b.turn().await;
-    // Each value reaches about 2^14 schema nodes: thousands of them take
-    // seconds to check.
-    let many: Map<String, Value> = (0..3000).map(|i| (format!("k{i}"), json!({}))).collect();
+    // Each value reaches about 2^14 schema nodes: 3 000 of them took about
+    // a second to check on a quiet machine, too close to the timeout; 12 000
+    // take several.
+    let many: Map<String, Value> = (0..12_000).map(|i| (format!("k{i}"), json!({}))).collect();
     let began = Instant::now();
     let a = invoke(&turn, "hostile/slow", Value::Object(many)).await;
     let took = began.elapsed();
