@@ -20,6 +20,7 @@ use spear_capabilities::{
 
 use crate::context::ContextArgs;
 use crate::out::{Closed, out, out_raw};
+use crate::view::{colour, info_line, result_json, state_json, state_line, status_style};
 
 /// The session's permission mode.
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -244,67 +245,6 @@ fn with_newline(text: &str) -> String {
     }
 }
 
-/// A provider's state as the operator reads it: a status word, then what
-/// it means.
-fn state_line(state: &ProviderState) -> (&'static str, String) {
-    match state {
-        ProviderState::Ready { started_in, tools } => (
-            "ok",
-            format!("ready in {} ms, {tools} tools", started_in.as_millis()),
-        ),
-        ProviderState::Unavailable { reason, message } => {
-            ("failed", format!("unavailable ({reason}): {message}"))
-        }
-        ProviderState::Starting { since } => {
-            ("starting", format!("starting for {} ms", since.as_millis()))
-        }
-        ProviderState::Stopped => ("stopped", "stopped".to_owned()),
-        other => ("unknown", format!("{other:?}")),
-    }
-}
-
-/// Whether standard output gets colour: a terminal, and no `NO_COLOR`
-/// (<https://no-color.org>: set and not empty).
-fn colour() -> bool {
-    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-}
-
-/// The style of a status word: green ok, red failed, yellow starting;
-/// none off a terminal.
-fn status_style(status: &str) -> anstyle::Style {
-    use anstyle::{AnsiColor, Style};
-    let colour_of = match status {
-        "ok" => AnsiColor::Green,
-        "failed" => AnsiColor::Red,
-        "starting" => AnsiColor::Yellow,
-        _ => return Style::new(),
-    };
-    if colour() {
-        Style::new().fg_color(Some(colour_of.into())).bold()
-    } else {
-        Style::new()
-    }
-}
-
-/// A provider's state as JSON for scripts.
-fn state_json(id: &str, state: &ProviderState) -> Value {
-    let (status, detail) = state_line(state);
-    let mut v = json!({"id": id, "status": status, "detail": detail});
-    match state {
-        ProviderState::Ready { started_in, tools } => {
-            v["started_in_ms"] = json!(started_in.as_millis() as u64);
-            v["tools"] = json!(tools);
-        }
-        ProviderState::Unavailable { reason, message } => {
-            v["reason"] = json!(reason.to_string());
-            v["message"] = json!(message);
-        }
-        ProviderState::Starting { since } => v["starting_for_ms"] = json!(since.as_millis() as u64),
-        _ => {}
-    }
-    v
-}
-
 /// The `read` names of each started provider that its server does not
 /// offer: such a tool stays a WRITE, which the operator should know.
 fn read_warnings(
@@ -334,7 +274,8 @@ fn read_warnings(
 ///
 /// Exits 1 when a selected provider is unavailable (or still starting).
 pub(crate) async fn list(ctx: &ContextArgs, as_json: bool) -> ExitCode {
-    let (session, turn, registry) = match open_with_registry(ctx, Arc::new(ReadOnly)).await {
+    let (session, turn, registry) = match open_with_registry(ctx, Arc::new(ReadOnly)).await
+    {
         Ok(x) => x,
         Err(code) => return code,
     };
@@ -367,10 +308,15 @@ pub(crate) async fn list(ctx: &ContextArgs, as_json: bool) -> ExitCode {
             if states.is_empty() {
                 out!("  (none reaches this turn)")?;
             }
+            let colour = colour();
             for (id, state) in &states {
                 let (status, detail) = state_line(state);
-                let style = status_style(status);
+                let style = status_style(status, colour);
                 out!("  {style}{status:<8}{style:#} {id}: {detail}")?;
+                // For the operator only: what the server says it is.
+                if let ProviderState::Ready { info, .. } = state {
+                    out!("  {:<8} {}", "", info_line(info))?;
+                }
             }
             for (id, why) in &left_out {
                 out!("  {:<8} {id}: not selected: {why}", "-")?;
@@ -462,6 +408,11 @@ pub(crate) async fn invoke(
             });
         if as_json {
             let mut v = answer_json(&format!("invoke {id}"), Some(&answer));
+            // For the operator only: the provider's own result, beside the
+            // framed text a turn would read.
+            if let Some(result) = &answer.result {
+                v["result"] = result_json(result);
+            }
             if let Some(hint) = &hint {
                 v["operator_hint"] = json!(hint);
             }

@@ -11,6 +11,7 @@ mod check;
 mod context;
 mod gateway;
 mod out;
+mod view;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

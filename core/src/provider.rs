@@ -188,7 +188,7 @@ impl Content {
 }
 
 /// What a call returned.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct CallResult {
     /// The content blocks, in order.

@@ -34,7 +34,7 @@ use crate::names::named;
 use crate::selection::{TurnContext, select};
 use crate::session::Inner;
 use crate::session::slot::{Ended, Ready, Slot, View};
-use crate::{Error, UnavailableReason};
+use crate::{CallResult, Error, UnavailableReason};
 
 /// The most characters of a command line the audit trail keeps.
 pub const MAX_AUDIT_COMMAND_CHARS: usize = 1024;
@@ -56,6 +56,10 @@ named! {
 }
 
 /// SPEAR's answer to a recognized command.
+///
+/// A turn is shown [`Answer::text`] only. [`Answer::result`] is for the
+/// deployment's operator (a CLI, a debugger): the provider's own result,
+/// unframed and untrusted, never to be put before a turn.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Answer {
@@ -63,6 +67,13 @@ pub struct Answer {
     pub status: AnswerStatus,
     /// What the turn's terminal shows.
     pub text: String,
+    /// For the operator only: the result as the provider returned it, for
+    /// an `invoke` whose call reached the provider and came back with a
+    /// result (its content, structured content and `is_error`, also when
+    /// the tool reported a failure or the result could not be framed);
+    /// `None` for every other answer. The framed [`Answer::text`] is built
+    /// from it first; it is then moved in, not copied.
+    pub result: Option<CallResult>,
 }
 
 impl Answer {
@@ -70,6 +81,7 @@ impl Answer {
         Self {
             status,
             text: text.into(),
+            result: None,
         }
     }
 }

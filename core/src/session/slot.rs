@@ -326,20 +326,27 @@ impl Slot {
     /// The state the operator sees, with the full reason of a failure;
     /// `None` when it was never started.
     pub(crate) fn operator_state(&self) -> Option<ProviderState> {
-        Some(match &lock(&self.state).phase {
+        let ready = match &lock(&self.state).phase {
             Phase::Idle => return None,
-            Phase::Starting { since, .. } => ProviderState::Starting {
-                since: since.elapsed(),
-            },
-            Phase::Ready(ready) => ProviderState::Ready {
-                started_in: ready.started_in,
-                tools: ready.tools.len(),
-            },
-            Phase::Failed(f) => ProviderState::Unavailable {
-                reason: f.reason,
-                message: f.message.clone(),
-            },
-            Phase::Closed => ProviderState::Stopped,
+            Phase::Starting { since, .. } => {
+                return Some(ProviderState::Starting {
+                    since: since.elapsed(),
+                });
+            }
+            Phase::Failed(f) => {
+                return Some(ProviderState::Unavailable {
+                    reason: f.reason,
+                    message: f.message.clone(),
+                });
+            }
+            Phase::Closed => return Some(ProviderState::Stopped),
+            Phase::Ready(ready) => Arc::clone(ready),
+        };
+        // The kind is asked outside the lock.
+        Some(ProviderState::Ready {
+            started_in: ready.started_in,
+            tools: ready.tools.len(),
+            info: ready.provider.describe(),
         })
     }
 

@@ -8,7 +8,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use crate::admission::Tool;
-use crate::{Provider, UnavailableReason};
+use crate::{Provider, ProviderInfo, UnavailableReason};
 
 #[cfg(doc)]
 use super::slot::MAX_RESTARTS;
@@ -60,6 +60,10 @@ pub enum ProviderState {
         started_in: Duration,
         /// How many usable tools it has.
         tools: usize,
+        /// What its kind says of it ([`Provider::describe`], asked when the
+        /// state is read): e.g. an MCP server's name, version and protocol.
+        /// For the operator only: a turn is never shown any of it.
+        info: ProviderInfo,
     },
     /// Being started, in the background.
     Starting {

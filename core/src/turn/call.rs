@@ -165,13 +165,15 @@ impl Turn {
                 } else {
                     Outcome::Ok
                 };
-                let answer = match tool.frame.frame(&result_text(&result)) {
+                let mut answer = match tool.frame.frame(&result_text(&result)) {
                     Ok(framed) if result.is_error => {
                         Answer::new(AnswerStatus::Failed, messages::tool_error(cap, &framed))
                     }
                     Ok(framed) => Answer::new(AnswerStatus::Ok, framed),
                     Err(no_token) => unframable(cap, no_token),
                 };
+                // For the operator: moved in once the text is built from it.
+                answer.result = Some(result);
                 (label, answer)
             }
             Err(Error::CallRejected { code, message, .. }) => {

@@ -1,0 +1,284 @@
+//! What the operator is shown and a turn never is: each provider's state
+//! with its server's name, version and protocol, and a call's raw result in
+//! MCP's shape. Shared by `list`, `invoke` and the live start display.
+//!
+//! Everything a server says of itself is untrusted text: before it reaches
+//! a terminal its control characters are replaced and its length bounded
+//! ([`printable`]).
+
+use std::io::IsTerminal;
+
+use serde_json::{Map, Value, json};
+use spear_capabilities::{CallResult, Content, ProviderInfo, ProviderState, ResourceBody};
+
+/// The most characters of one fact a server gives about itself (name,
+/// version) that the CLI prints.
+const MAX_FACT_CHARS: usize = 200;
+
+/// The details of a [`ProviderInfo`] the operator reads first, in this
+/// order, when the kind gives them (the `mcp-stdio` kind does).
+const SERVER_DETAILS: [&str; 3] = ["server", "server_version", "protocol"];
+
+/// `text` fit for one line of a terminal: every control character (escape
+/// sequences, carriage returns, line breaks) replaced by a space or U+FFFD,
+/// cut at `max` characters with an ellipsis.
+pub(crate) fn printable(text: &str, max: usize) -> String {
+    let mut out = String::with_capacity(text.len().min(max * 4));
+    for (n, c) in text.chars().enumerate() {
+        if n == max {
+            out.push('…');
+            break;
+        }
+        out.push(match c {
+            '\n' | '\r' | '\t' => ' ',
+            c if c.is_control() => '\u{FFFD}',
+            c => c,
+        });
+    }
+    out
+}
+
+/// A provider's state as the operator reads it: a status word, then what
+/// it means.
+pub(crate) fn state_line(state: &ProviderState) -> (&'static str, String) {
+    match state {
+        ProviderState::Ready {
+            started_in, tools, ..
+        } => (
+            "ok",
+            format!("ready in {} ms, {tools} tools", started_in.as_millis()),
+        ),
+        ProviderState::Unavailable { reason, message } => {
+            ("failed", format!("unavailable ({reason}): {message}"))
+        }
+        ProviderState::Starting { since } => {
+            ("starting", format!("starting for {} ms", since.as_millis()))
+        }
+        ProviderState::Stopped => ("stopped", "stopped".to_owned()),
+        other => ("unknown", format!("{other:?}")),
+    }
+}
+
+/// What a started provider's kind says of it, in one line:
+/// `mcp-stdio: server NAME VERSION, protocol P` (each part as given).
+pub(crate) fn info_line(info: &ProviderInfo) -> String {
+    let detail = |name: &str| {
+        info.details
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| printable(v, MAX_FACT_CHARS))
+    };
+    let mut parts = Vec::new();
+    match (detail("server"), detail("server_version")) {
+        (Some(name), Some(version)) => parts.push(format!("server {name} {version}")),
+        (Some(name), None) => parts.push(format!("server {name}")),
+        (None, Some(version)) => parts.push(format!("server version {version}")),
+        (None, None) => {}
+    }
+    if let Some(protocol) = detail("protocol") {
+        parts.push(format!("protocol {protocol}"));
+    }
+    let kind = printable(&info.kind, MAX_FACT_CHARS);
+    if parts.is_empty() {
+        kind
+    } else {
+        format!("{kind}: {}", parts.join(", "))
+    }
+}
+
+/// A [`ProviderInfo`] as JSON: `kind`, then the server's facts by name
+/// (`server`, `server_version`, `protocol` first), then every other detail
+/// the kind gives (a process id, counters) under `details`.
+fn info_json(info: &ProviderInfo) -> Value {
+    let mut v = json!({"kind": info.kind});
+    let mut others = Map::new();
+    for (name, value) in &info.details {
+        let value = json!(printable(value, MAX_FACT_CHARS));
+        if SERVER_DETAILS.contains(&name.as_str()) {
+            v[name.as_str()] = value;
+        } else {
+            others.insert(name.clone(), value);
+        }
+    }
+    v["details"] = Value::Object(others);
+    v
+}
+
+/// Whether output to a stream gets colour: the stream is a terminal, and
+/// no `NO_COLOR` (<https://no-color.org>: set and not empty).
+pub(crate) fn colour_on(is_terminal: bool) -> bool {
+    is_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+/// Whether standard output gets colour.
+pub(crate) fn colour() -> bool {
+    colour_on(std::io::stdout().is_terminal())
+}
+
+/// The style of a status word: green ok, red failed, yellow starting;
+/// none when `colour` is false.
+pub(crate) fn status_style(status: &str, colour: bool) -> anstyle::Style {
+    use anstyle::{AnsiColor, Style};
+    let colour_of = match status {
+        "ok" => AnsiColor::Green,
+        "failed" => AnsiColor::Red,
+        "starting" => AnsiColor::Yellow,
+        _ => return Style::new(),
+    };
+    if colour {
+        Style::new().fg_color(Some(colour_of.into())).bold()
+    } else {
+        Style::new()
+    }
+}
+
+/// A provider's state as JSON for scripts; a ready one with `info`.
+pub(crate) fn state_json(id: &str, state: &ProviderState) -> Value {
+    let (status, detail) = state_line(state);
+    let mut v = json!({"id": id, "status": status, "detail": detail});
+    match state {
+        ProviderState::Ready {
+            started_in,
+            tools,
+            info,
+        } => {
+            v["started_in_ms"] = json!(u64::try_from(started_in.as_millis()).unwrap_or(u64::MAX));
+            v["tools"] = json!(tools);
+            v["info"] = info_json(info);
+        }
+        ProviderState::Unavailable { reason, message } => {
+            v["reason"] = json!(reason.to_string());
+            v["message"] = json!(message);
+        }
+        ProviderState::Starting { since } => {
+            v["starting_for_ms"] = json!(u64::try_from(since.as_millis()).unwrap_or(u64::MAX));
+        }
+        _ => {}
+    }
+    v
+}
+
+/// A call's result as the provider returned it, in MCP's shape:
+/// `content` blocks, `structuredContent` (when given), `isError`.
+pub(crate) fn result_json(result: &CallResult) -> Value {
+    let mut v = json!({
+        "content": result.content.iter().map(content_json).collect::<Vec<_>>(),
+        "isError": result.is_error,
+    });
+    if let Some(structured) = &result.structured {
+        v["structuredContent"] = structured.clone();
+    }
+    v
+}
+
+/// One content block in MCP's shape (`mimeType`, an embedded resource
+/// under `resource`).
+fn content_json(content: &Content) -> Value {
+    let mut v = match content {
+        Content::Text { text } => json!({"type": "text", "text": text}),
+        Content::Image { mime_type, data } => {
+            json!({"type": "image", "data": data, "mimeType": mime_type})
+        }
+        Content::Audio { mime_type, data } => {
+            json!({"type": "audio", "data": data, "mimeType": mime_type})
+        }
+        Content::ResourceLink {
+            uri,
+            name,
+            title,
+            description,
+            mime_type,
+            size,
+        } => {
+            let mut v = json!({"type": "resource_link", "uri": uri, "name": name});
+            for (key, value) in [
+                ("title", title.as_ref().map(|t| json!(t))),
+                ("description", description.as_ref().map(|d| json!(d))),
+                ("mimeType", mime_type.as_ref().map(|m| json!(m))),
+                ("size", size.map(|s| json!(s))),
+            ] {
+                if let Some(value) = value {
+                    v[key] = value;
+                }
+            }
+            v
+        }
+        Content::Resource {
+            uri,
+            mime_type,
+            body,
+        } => {
+            let mut resource = json!({"uri": uri});
+            if let Some(m) = mime_type {
+                resource["mimeType"] = json!(m);
+            }
+            match body {
+                ResourceBody::Text(text) => resource["text"] = json!(text),
+                ResourceBody::Blob(blob) => resource["blob"] = json!(blob),
+                other => resource["body"] = serde_json::to_value(other).unwrap_or(Value::Null),
+            }
+            json!({"type": "resource", "resource": resource})
+        }
+        // A block kind added to the core later: its own serialisation.
+        other => serde_json::to_value(other).unwrap_or(Value::Null),
+    };
+    if v.is_null() {
+        v = json!({"type": "unknown"});
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn printable_replaces_control_characters_and_bounds_the_length() {
+        assert_eq!(printable("a\x1b[31mb\nc", 100), "a\u{FFFD}[31mb c");
+        assert_eq!(printable("abcdef", 3), "abc…");
+        assert_eq!(printable("abc", 3), "abc");
+    }
+
+    #[test]
+    fn info_line_names_server_version_and_protocol() {
+        let info = ProviderInfo::new("mcp-stdio")
+            .with_detail("pid", "42")
+            .with_detail("server", "srv\x1b]0;x")
+            .with_detail("server_version", "1.2")
+            .with_detail("protocol", "2025-06-18");
+        assert_eq!(
+            info_line(&info),
+            "mcp-stdio: server srv\u{FFFD}]0;x 1.2, protocol 2025-06-18"
+        );
+        assert_eq!(info_line(&ProviderInfo::new("builtin")), "builtin");
+        let v = info_json(&info);
+        assert_eq!(v["server_version"], "1.2");
+        assert_eq!(v["details"], json!({"pid": "42"}));
+    }
+
+    #[test]
+    fn results_have_mcps_shape() {
+        let r = CallResult::new(vec![
+            Content::text("t"),
+            Content::Image {
+                mime_type: "image/png".into(),
+                data: "AA==".into(),
+            },
+        ])
+        .with_structured(json!({"n": 1}))
+        .with_error(true);
+        assert_eq!(
+            result_json(&r),
+            json!({
+                "content": [{"type": "text", "text": "t"}, {"type": "image", "data": "AA==", "mimeType": "image/png"}],
+                "structuredContent": {"n": 1},
+                "isError": true,
+            })
+        );
+        assert!(
+            result_json(&CallResult::text("x"))
+                .get("structuredContent")
+                .is_none()
+        );
+    }
+}

@@ -1,0 +1,192 @@
+//! Issue 14.3, what the operator sees and a turn never does, through the
+//! built binary and the fixture server: the server's name, version and
+//! protocol in `list`, and the raw result in `invoke --json`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+const CLI: &str = env!("CARGO_BIN_EXE_spear-capabilities");
+
+fn sibling(name: &str) -> PathBuf {
+    let path = Path::new(CLI).with_file_name(name);
+    assert!(
+        path.exists(),
+        "{} is missing: build the workspace first (cargo build --workspace)",
+        path.display()
+    );
+    path
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A registry in `dir`: `fix`, the fixture server with `fixture_flags`,
+/// its `echo`, `mixed` and `fail` READ; and, when `with_gone`, `gone`,
+/// whose program does not exist.
+fn registry(dir: &Path, fixture_flags: &[&str], with_gone: bool) -> PathBuf {
+    let mut command = vec![json!(sibling("spear-fixture-server"))];
+    command.extend(fixture_flags.iter().map(|f| json!(f)));
+    let mut providers = vec![json!({
+        "id": "fix", "command": command, "scope": "global", "timeout": 10,
+        "read": ["echo", "mixed", "fail"],
+    })];
+    if with_gone {
+        providers.push(json!({
+            "id": "gone", "command": ["/nonexistent/spear-test/mcp-server"],
+            "scope": "global", "timeout": 10,
+        }));
+    }
+    let file = dir.join("capabilities.json");
+    std::fs::write(&file, json!({ "providers": providers }).to_string()).expect("write");
+    file
+}
+
+/// Runs the CLI with `args`, standard output and error piped.
+fn cli(args: &[&str]) -> Output {
+    Command::new(CLI)
+        .args(args)
+        .env_remove("SPEAR_CAPABILITIES_FILE")
+        .env_remove("NO_COLOR")
+        .stdin(Stdio::null())
+        .output()
+        .expect("runs")
+}
+
+/// `list` names each ready provider's server, version and protocol (text
+/// and JSON); a turn's view (what it is shown, its list, describe and
+/// invoke answers) never holds the server's name.
+#[test]
+fn list_shows_the_servers_name_version_and_protocol_and_a_turn_never_does() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = registry(dir.path(), &[], false);
+    let file = file.to_str().expect("utf8");
+    let version = env!("CARGO_PKG_VERSION");
+    let out = cli(&["list", "--capabilities", file, "--project", "p"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains(&format!(
+            " ms, 9 tools\n           mcp-stdio: server spear-fixture-server {version}, protocol 2025-06-18\n"
+        )),
+        "{stdout}"
+    );
+
+    let out = cli(&["list", "--json", "--capabilities", file, "--project", "p"]);
+    let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    let info = &v["providers"][0]["info"];
+    assert_eq!(info["kind"], "mcp-stdio", "{v}");
+    assert_eq!(info["server"], "spear-fixture-server");
+    assert_eq!(info["server_version"], version);
+    assert_eq!(info["protocol"], "2025-06-18");
+    assert!(
+        info["details"]["pid"]
+            .as_str()
+            .is_some_and(|p| p.parse::<u32>().is_ok()),
+        "{v}"
+    );
+    // What list shows of the turn has none of it.
+    assert!(
+        !v["text"]
+            .as_str()
+            .expect("text")
+            .contains("spear-fixture-server")
+    );
+
+    let out = cli(&[
+        "turn",
+        "--capabilities",
+        file,
+        "--project",
+        "p",
+        "--command",
+        "spear-capability list",
+        "--command",
+        "spear-capability describe fix/echo",
+        "--command",
+        "spear-capability invoke fix/echo '{\"text\": \"hi\"}'",
+    ]);
+    let turn = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{turn}");
+    assert!(
+        turn.contains("\nhi\n<<<END-EXTERNAL-CONTENT "),
+        "the call went through: {turn}"
+    );
+    assert!(!turn.contains("spear-fixture-server"), "{turn}");
+    assert!(!turn.contains("mcp-stdio"), "{turn}");
+    assert!(!turn.contains("2025-06-18"), "{turn}");
+}
+
+/// `invoke --json` carries the provider's result in MCP's shape beside the
+/// framed text: every content type and the structured content as the
+/// fixture sent them, and `isError` of a tool that failed. A refusal, which
+/// reached no provider, has none.
+#[test]
+fn invoke_json_carries_the_raw_result_beside_the_framed_text() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = registry(dir.path(), &[], false);
+    let file = file.to_str().expect("utf8");
+    let invoke = |id: &str, arguments: &str| {
+        let out = cli(&[
+            "invoke",
+            id,
+            arguments,
+            "--json",
+            "--capabilities",
+            file,
+            "--project",
+            "p",
+        ]);
+        let v: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}{}", text(&out.stdout), text(&out.stderr)));
+        (out.status.code(), v)
+    };
+
+    let (code, mixed) = invoke("fix/mixed", "{}");
+    assert_eq!(code, Some(0), "{mixed}");
+    assert_eq!(mixed["status"], "ok");
+    assert!(
+        mixed["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("<<<EXTERNAL-CONTENT ")),
+        "{mixed}"
+    );
+    assert_eq!(
+        mixed["result"],
+        json!({
+            "content": [
+                {"type": "text", "text": "all kinds"},
+                {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
+                {"type": "audio", "data": "UklGRg==", "mimeType": "audio/wav"},
+                {"type": "resource_link", "uri": "fixture://doc", "name": "doc", "mimeType": "text/plain"},
+                {"type": "resource", "resource": {"uri": "fixture://inline", "text": "inline", "mimeType": "text/plain"}}
+            ],
+            "structuredContent": {"kinds": 5},
+            "isError": false
+        })
+    );
+
+    let (code, fail) = invoke("fix/fail", "{}");
+    assert_eq!(code, Some(1), "{fail}");
+    assert_eq!(fail["status"], "failed");
+    assert_eq!(
+        fail["result"],
+        json!({"content": [{"type": "text", "text": "the tool failed"}], "isError": true})
+    );
+    assert!(
+        fail["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("reported an error")),
+        "{fail}"
+    );
+
+    let (code, refused) = invoke("fix/echo", r#"{"text": 5}"#);
+    assert_eq!(code, Some(1), "{refused}");
+    assert_eq!(
+        refused["status"], "refused",
+        "the text must be a string: {refused}"
+    );
+    assert!(refused.get("result").is_none(), "{refused}");
+}
