@@ -79,8 +79,9 @@ fn ask_on_terminal(req: &WriteRequest) -> bool {
 async fn open(
     ctx: &ContextArgs,
     mode: Arc<dyn PermissionMode>,
+    as_json: bool,
 ) -> Result<(Session, Turn), ExitCode> {
-    open_with_registry(ctx, mode)
+    open_with_registry(ctx, mode, as_json)
         .await
         .map(|(session, turn, _)| (session, turn))
 }
@@ -89,6 +90,7 @@ async fn open(
 async fn open_with_registry(
     ctx: &ContextArgs,
     mode: Arc<dyn PermissionMode>,
+    as_json: bool,
 ) -> Result<(Session, Turn, Arc<Registry>), ExitCode> {
     let fail = |e: String| {
         eprintln!("spear-capabilities: {e}");
@@ -105,14 +107,13 @@ async fn open_with_registry(
         SessionOptions::new("cli", mode).with_audit(audit),
     );
     crate::out::opened(&session);
-    let progress = std::io::stderr().is_terminal();
-    if progress {
-        eprint!("starting providers…");
-    }
-    let turn = session.begin_turn(ctx.turn()).await;
-    if progress {
-        eprint!("\r\x1b[2K");
-    }
+    // Each provider's state as it starts, for a person at a terminal;
+    // nothing when standard error is piped, or for a script (`--json`).
+    let turn = if !as_json && std::io::stderr().is_terminal() {
+        crate::starting::begin_turn(&session, ctx.turn()).await
+    } else {
+        session.begin_turn(ctx.turn()).await
+    };
     Ok((session, turn, registry))
 }
 
@@ -183,7 +184,7 @@ pub(crate) async fn turn(
     commands: Vec<String>,
     as_json: bool,
 ) -> ExitCode {
-    let (session, turn) = match open(ctx, permission(mode, confirm)).await {
+    let (session, turn) = match open(ctx, permission(mode, confirm), as_json).await {
         Ok(x) => x,
         Err(code) => return code,
     };
@@ -274,7 +275,7 @@ fn read_warnings(
 ///
 /// Exits 1 when a selected provider is unavailable (or still starting).
 pub(crate) async fn list(ctx: &ContextArgs, as_json: bool) -> ExitCode {
-    let (session, turn, registry) = match open_with_registry(ctx, Arc::new(ReadOnly)).await
+    let (session, turn, registry) = match open_with_registry(ctx, Arc::new(ReadOnly), as_json).await
     {
         Ok(x) => x,
         Err(code) => return code,
@@ -373,7 +374,7 @@ pub(crate) async fn invoke(
         Some(Ok(_)) => return usage("the arguments must be one JSON object".to_owned()),
         Some(Err(e)) => return usage(format!("the arguments are not JSON: {e}")),
     };
-    let (session, turn) = match open(ctx, permission(mode, confirm)).await {
+    let (session, turn) = match open(ctx, permission(mode, confirm), as_json).await {
         Ok(x) => x,
         Err(code) => return code,
     };

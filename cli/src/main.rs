@@ -11,6 +11,7 @@ mod check;
 mod context;
 mod gateway;
 mod out;
+mod starting;
 mod view;
 
 use std::path::PathBuf;

@@ -1,6 +1,7 @@
 //! Issue 14.3, what the operator sees and a turn never does, through the
-//! built binary and the fixture server: the server's name, version and
-//! protocol in `list`, and the raw result in `invoke --json`.
+//! built binary and the fixture server: the live start display on a
+//! terminal, the server's name, version and protocol in `list`, and the raw
+//! result in `invoke --json`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -53,6 +54,114 @@ fn cli(args: &[&str]) -> Output {
         .stdin(Stdio::null())
         .output()
         .expect("runs")
+}
+
+/// Runs the CLI with `args` under a pseudo-terminal (util-linux `script`
+/// gives it one: standard output and error both go to it), and returns
+/// what the terminal received.
+fn on_a_terminal(args: &[&str], no_color: bool) -> String {
+    let quoted: Vec<String> = std::iter::once(CLI)
+        .chain(args.iter().copied())
+        .map(|a| format!("'{}'", a.replace('\'', r"'\''")))
+        .collect();
+    let mut cmd = Command::new("script");
+    cmd.args(["-qec", &quoted.join(" "), "/dev/null"])
+        .env_remove("SPEAR_CAPABILITIES_FILE")
+        .env_remove("NO_COLOR")
+        .env("TERM", "xterm")
+        .stdin(Stdio::null());
+    if no_color {
+        cmd.env("NO_COLOR", "1");
+    }
+    let out = cmd.output().expect("util-linux `script` runs");
+    text(&out.stdout)
+}
+
+/// Whether `s` holds an SGR sequence (`ESC [ <digits;…> m`): a colour or
+/// a weight.
+fn has_sgr(s: &str) -> bool {
+    s.match_indices("\x1b[").any(|(at, _)| {
+        let rest = &s[at + 2..];
+        let params = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == ';'))
+            .unwrap_or(rest.len());
+        rest[params..].starts_with('m')
+    })
+}
+
+/// On a terminal, each provider's state is shown as it happens: the
+/// fixture (slowed to 700 ms) first `starting`, then `ok` with its start
+/// time and tools; the missing program `failed` with its reason. In
+/// colour, and without colour under `NO_COLOR`.
+#[test]
+fn a_terminal_sees_each_provider_start_as_it_happens() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = registry(dir.path(), &["--start-delay", "700"], true);
+    let args = [
+        "turn",
+        "--capabilities",
+        file.to_str().expect("utf8"),
+        "--project",
+        "p",
+        "--command",
+        "spear-capability list",
+    ];
+    let tty = on_a_terminal(&args, false);
+    let starting = tty
+        .find("\x1b[1m\x1b[33mstarting\x1b[0m fix: starting for ")
+        .unwrap_or_else(|| panic!("no live `starting` line: {tty:?}"));
+    let ready = tty
+        .find("\x1b[1m\x1b[32mok      \x1b[0m fix: ready in ")
+        .unwrap_or_else(|| panic!("no `ok` line: {tty:?}"));
+    assert!(starting < ready, "`starting` comes first: {tty:?}");
+    assert!(tty[ready..].contains(" ms, 9 tools"), "{tty:?}");
+    assert!(
+        tty.contains("\x1b[1m\x1b[31mfailed  \x1b[0m gone: unavailable (did_not_start): provider `gone` did not start: cannot start `/nonexistent/spear-test/mcp-server`: No such file or directory (os error 2)"),
+        "{tty:?}"
+    );
+    // The transcript follows as before.
+    assert!(tty.contains("$ spear-capability list"), "{tty:?}");
+
+    let plain = on_a_terminal(&args, true);
+    let starting = plain
+        .find("  starting fix: starting for ")
+        .unwrap_or_else(|| panic!("{plain:?}"));
+    let ready = plain
+        .find("  ok       fix: ready in ")
+        .unwrap_or_else(|| panic!("{plain:?}"));
+    assert!(starting < ready, "{plain:?}");
+    assert!(
+        plain.contains("  failed   gone: unavailable (did_not_start): "),
+        "{plain:?}"
+    );
+    assert!(!has_sgr(&plain), "no colour under NO_COLOR: {plain:?}");
+}
+
+/// Piped, or with `--json`, nothing of the display is written: the
+/// transcript and standard error are as they were.
+#[test]
+fn piped_or_json_there_is_no_start_display() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = registry(dir.path(), &[], true);
+    let file = file.to_str().expect("utf8");
+    let piped = cli(&["list", "--capabilities", file, "--project", "p"]);
+    assert_eq!(piped.status.code(), Some(1));
+    let (stdout, stderr) = (text(&piped.stdout), text(&piped.stderr));
+    assert!(
+        !stdout.contains('\x1b') && !stderr.contains('\x1b'),
+        "{stdout}{stderr}"
+    );
+    assert!(!stderr.contains("fix: ready in"), "{stderr}");
+    assert!(!stderr.contains("starting"), "{stderr}");
+
+    let json = on_a_terminal(
+        &["list", "--json", "--capabilities", file, "--project", "p"],
+        false,
+    );
+    assert!(!json.contains("fix: ready in"), "{json:?}");
+    assert!(!json.contains('\x1b'), "{json:?}");
+    let v: Value = serde_json::from_str(json.trim()).expect("only the JSON object");
+    assert_eq!(v["providers"][0]["status"], "ok");
 }
 
 /// `list` names each ready provider's server, version and protocol (text
