@@ -109,7 +109,7 @@ async fn open_with_registry(
     crate::out::opened(&session);
     // Each provider's state as it starts, for a person at a terminal;
     // nothing when standard error is piped, or for a script (`--json`).
-    let turn = if !as_json && std::io::stderr().is_terminal() {
+    let turn = if crate::starting::wanted(as_json) {
         crate::starting::begin_turn(&session, ctx.turn()).await
     } else {
         session.begin_turn(ctx.turn()).await

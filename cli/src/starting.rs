@@ -3,8 +3,8 @@
 //! status column of `list`: `starting` (and for how long), then
 //! `ok … ready in N ms, K tools` or `failed … unavailable (why)`.
 //!
-//! Only on a terminal (standard error) and never with `--json`; the caller
-//! decides. The lines still starting are redrawn in place by `indicatif`
+//! Only on a terminal (standard error) that can move its cursor, and never
+//! with `--json` ([`wanted`]). The lines still starting are redrawn in place by `indicatif`
 //! (cursor moves and line clears are its own, through `console`); a line
 //! whose provider is done is printed once above them and stays. Colour
 //! follows `list`'s rule for standard error (`NO_COLOR`).
@@ -28,6 +28,15 @@ pub(crate) const POLL: Duration = Duration::from_millis(50);
 /// The most characters of a failure's reason on its line (the whole reason
 /// is `list`'s and the session's notice's).
 const MAX_REASON_CHARS: usize = 400;
+
+/// Whether to show the display: standard error is a terminal that can move
+/// its cursor (`TERM` set, and not `dumb`: an editor's shell buffer, say),
+/// and the output is not for a script (`as_json`).
+pub(crate) fn wanted(as_json: bool) -> bool {
+    !as_json
+        && std::io::stderr().is_terminal()
+        && std::env::var_os("TERM").is_some_and(|t| !t.is_empty() && t != "dumb")
+}
 
 /// Begins a turn in `context` as [`Session::begin_turn`] does, showing each
 /// provider's state on standard error as it changes.

@@ -60,6 +60,11 @@ fn cli(args: &[&str]) -> Output {
 /// gives it one: standard output and error both go to it), and returns
 /// what the terminal received.
 fn on_a_terminal(args: &[&str], no_color: bool) -> String {
+    on_a_terminal_of(args, no_color, "xterm")
+}
+
+/// As [`on_a_terminal`], with `TERM` set to `term`.
+fn on_a_terminal_of(args: &[&str], no_color: bool, term: &str) -> String {
     let quoted: Vec<String> = std::iter::once(CLI)
         .chain(args.iter().copied())
         .map(|a| format!("'{}'", a.replace('\'', r"'\''")))
@@ -68,7 +73,7 @@ fn on_a_terminal(args: &[&str], no_color: bool) -> String {
     cmd.args(["-qec", &quoted.join(" "), "/dev/null"])
         .env_remove("SPEAR_CAPABILITIES_FILE")
         .env_remove("NO_COLOR")
-        .env("TERM", "xterm")
+        .env("TERM", term)
         .stdin(Stdio::null());
     if no_color {
         cmd.env("NO_COLOR", "1");
@@ -137,8 +142,9 @@ fn a_terminal_sees_each_provider_start_as_it_happens() {
     assert!(!has_sgr(&plain), "no colour under NO_COLOR: {plain:?}");
 }
 
-/// Piped, or with `--json`, nothing of the display is written: the
-/// transcript and standard error are as they were.
+/// Piped, with `--json`, or on a terminal that cannot move its cursor
+/// (`TERM=dumb`), nothing of the display is written: the transcript and
+/// standard error are as they were.
 #[test]
 fn piped_or_json_there_is_no_start_display() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -162,6 +168,18 @@ fn piped_or_json_there_is_no_start_display() {
     assert!(!json.contains('\x1b'), "{json:?}");
     let v: Value = serde_json::from_str(json.trim()).expect("only the JSON object");
     assert_eq!(v["providers"][0]["status"], "ok");
+
+    let dumb = on_a_terminal_of(
+        &["list", "--capabilities", file, "--project", "p"],
+        true,
+        "dumb",
+    );
+    assert!(
+        dumb.contains("providers:\r\n  ok       fix: ready in "),
+        "{dumb:?}"
+    );
+    assert!(!dumb.contains("starting"), "{dumb:?}");
+    assert!(!dumb.contains('\x1b'), "{dumb:?}");
 }
 
 /// `list` names each ready provider's server, version and protocol (text
