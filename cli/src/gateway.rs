@@ -4,7 +4,7 @@
 //! set-up, the handling of signals and of a closed stdout, and the output;
 //! each subcommand is a function of its own.
 
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::{BufRead, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
 
