@@ -10,7 +10,8 @@ use std::task::{Context, Poll, Waker};
 use serde_json::Value;
 
 use crate::codec::{Incoming, LineReader, Raw, ReadError, decode};
-use crate::{content, tools, wire};
+use crate::tools::{self, Listing};
+use crate::{content, wire};
 
 /// What [`read_stdout`] saw, line by line.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -102,15 +103,26 @@ pub fn fuzz_stdout(data: &[u8]) {
 /// Maps an answer as the client would; returns the tools it offers.
 ///
 /// # Panics
-/// When the typed reading of a call result disagrees with the `Value` one.
+/// When the typed reading of a `tools/list` page or of a call result
+/// disagrees with the `Value` one.
 fn map_answer(raw: &Raw) -> usize {
-    let mut result = raw.to_value();
-    if let Some(Value::Array(offered)) = result.get_mut("tools").map(Value::take) {
-        let n = offered.len();
-        let list = tools::read_offered(offered);
+    let result = raw.to_value();
+    // Every answer is also read as a page, both ways: they must agree.
+    let (mut fast, mut slow) = (Listing::default(), Listing::default());
+    let read = tools::read_page(raw.get(), &mut fast);
+    assert_eq!(
+        (&read, &fast),
+        (&tools::read_page_value(result.clone(), &mut slow), &slow),
+        "the typed reading of the page {} disagrees",
+        raw.get()
+    );
+    if let Some(Value::Array(offered)) = result.get("tools") {
+        let kept = fast.offered().min(tools::MAX_TOOLS);
+        let list = fast.finish();
+        assert_eq!(offered.len(), slow.offered(), "a tool went uncounted");
         assert_eq!(
             list.tools.len() + list.rejected.len(),
-            n,
+            kept,
             "a tool went missing"
         );
         return list.tools.len();

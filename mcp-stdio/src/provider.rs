@@ -17,7 +17,7 @@ use crate::codec::MAX_LINE;
 use crate::config::ServerConfig;
 use crate::error::Failure;
 use crate::process::ServerProcess;
-use crate::tools::{MAX_LISTING_BYTES, MAX_PAGES, MAX_TOOLS, read_offered};
+use crate::tools::{Listing, MAX_LISTING_BYTES, MAX_PAGES, read_page};
 use crate::{NAME, content};
 
 /// The only protocol version spoken; a server answering another is refused.
@@ -203,7 +203,7 @@ impl McpProvider {
     }
 
     async fn list_pages(&self) -> Result<ToolList, Failure> {
-        let mut offered = Vec::new();
+        let mut listing = Listing::default();
         let mut seen = HashSet::new();
         let mut cursor: Option<String> = None;
         let mut bytes = 0;
@@ -220,22 +220,9 @@ impl McpProvider {
                     MAX_LISTING_BYTES >> 20
                 )));
             }
-            let mut page = raw.to_value();
-            let Some(Value::Array(tools)) = page.get_mut("tools").map(Value::take) else {
-                return Err(Failure::Protocol(
-                    "a tools/list page has no tools array".into(),
-                ));
-            };
-            offered.extend(tools);
-            if offered.len() > MAX_TOOLS {
-                return Err(Failure::Protocol(format!(
-                    "the server offers more than {MAX_TOOLS} tools"
-                )));
-            }
-            cursor = match page.get("nextCursor") {
-                None | Some(Value::Null) => return Ok(read_offered(offered)),
-                Some(Value::String(next)) => Some(next.clone()),
-                Some(_) => return Err(Failure::Protocol("a nextCursor is not a string".into())),
+            cursor = match read_page(raw.get(), &mut listing).map_err(Failure::Protocol)? {
+                None => return Ok(listing.finish()),
+                Some(next) => Some(next),
             };
             if let Some(next) = &cursor
                 && !seen.insert(next.clone())
