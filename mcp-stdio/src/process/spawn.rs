@@ -226,6 +226,12 @@ pub(super) fn spawn(exec: &Exec) -> io::Result<Spawned> {
     }
 }
 
+/// Whether this is the process's main thread (its thread id is the pid).
+pub(super) fn on_main_thread() -> bool {
+    // SAFETY: gettid(2) and getpid(2) have no preconditions.
+    unsafe { libc::gettid() == libc::getpid() }
+}
+
 /// One clone with `extra` flags; returns once the child has exec'd or
 /// exited (CLONE_VFORK).
 fn clone(
