@@ -10,8 +10,8 @@
 //! child before exec. The kernel sends it when the *thread* that created the
 //! child ends, and a runtime's threads come and go (tokio retires idle
 //! blocking threads), so every server is started by a thread that lives as
-//! long as the process: the main thread, or else one spawner thread. How it is started without copying the
-//! embedder's memory: the `spawn` module. What it does not reach: the server's own
+//! long as the process: the main thread, or else one spawner thread. How
+//! it is started without copying the embedder's memory: the `spawn` module. What it does not reach: the server's own
 //! children. Orphaned when the server is killed, they live on unless they
 //! watch their parent (`testkit/tests/parent_death.rs` shows both).
 //!

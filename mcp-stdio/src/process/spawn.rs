@@ -23,6 +23,11 @@
 //! child resets handlers to the default and unblocks all before exec. The
 //! unsafe code of the crate's spawn is here and nowhere else.
 //!
+//! The program is looked up as execvp(3) does (each PATH entry in turn,
+//! Permission denied if one was found but not executable), but like
+//! `posix_spawnp` a file without a `#!` line is not handed to `/bin/sh`:
+//! it fails with "Exec format error".
+//!
 //! The parent reaps its child itself (there is no `tokio::process::Child`):
 //! readiness of a pidfd on the runtime, else a thread blocked in `waitpid`;
 //! a [`Child`] dropped before its end is killed and reaped off the runtime.
