@@ -53,9 +53,9 @@ impl Client {
     }
 }
 
-const CALLERS: [Client; 4] = [Client::Floor, Client::Mcp, Client::Gateway, Client::Rmcp];
-/// The round trip also runs the async floor: the least a tokio client pays.
-const RTT_CALLERS: [Client; 5] = [
+/// Every client that calls, the async floor (the least a tokio client pays,
+/// one call at a time and many in flight) among them.
+const CALLERS: [Client; 5] = [
     Client::Floor,
     Client::AsyncFloor,
     Client::Mcp,
@@ -304,20 +304,21 @@ where
 }
 
 fn round_trip(rt: &Runtime, fixture: &Path, rounds: usize, caller: Caller) {
-    const CALLS: usize = 2000;
+    // As many as the shared yardstick times.
+    const CALLS: usize = 5000;
     let mut c = Callers::open(rt, fixture);
     let mut async_floor = Some(
         rt.block_on(AsyncFloor::start(fixture, &[]))
             .expect("async floor starts"),
     );
     let line: Arc<str> = ours::invoke_line().into();
-    let mut medians: Vec<(Client, Vec<f64>)> = RTT_CALLERS.iter().map(|&c| (c, vec![])).collect();
-    let mut p99s: Vec<(Client, Vec<f64>)> = RTT_CALLERS.iter().map(|&c| (c, vec![])).collect();
+    let mut medians: Vec<(Client, Vec<f64>)> = CALLERS.iter().map(|&c| (c, vec![])).collect();
+    let mut p99s: Vec<(Client, Vec<f64>)> = CALLERS.iter().map(|&c| (c, vec![])).collect();
     for round in 0..=rounds {
-        for client in round_order(&RTT_CALLERS, round) {
+        for client in round_order(&CALLERS, round) {
             let samples = match client {
                 Client::Floor => rt.block_on(timed_calls(CALLS, || {
-                    let r = c.floor.call_echo().map(drop).map_err(|e| e.to_string());
+                    let r = c.floor.call_echo().map_err(|e| e.to_string());
                     async { r }
                 })),
                 Client::AsyncFloor => {
@@ -346,10 +347,7 @@ fn round_trip(rt: &Runtime, fixture: &Path, rounds: usize, caller: Caller) {
                 continue;
             }
             let s = summarize(&samples);
-            let i = RTT_CALLERS
-                .iter()
-                .position(|&x| x == client)
-                .expect("known");
+            let i = CALLERS.iter().position(|&x| x == client).expect("known");
             medians[i].1.push(s.median);
             p99s[i].1.push(s.p99);
         }
@@ -387,6 +385,10 @@ where
 fn throughput(rt: &Runtime, fixture: &Path, rounds: usize, window: usize, caller: Caller) {
     const CALLS: usize = 20_000;
     let mut c = Callers::open(rt, fixture);
+    let mut async_floor = Some(
+        rt.block_on(AsyncFloor::start(fixture, &[]))
+            .expect("async floor starts"),
+    );
     let line: Arc<str> = ours::invoke_line().into();
     let mut rates: Vec<(Client, Vec<f64>)> = CALLERS.iter().map(|&c| (c, vec![])).collect();
     for round in 0..=rounds {
@@ -394,6 +396,15 @@ fn throughput(rt: &Runtime, fixture: &Path, rounds: usize, window: usize, caller
             let began = Instant::now();
             match client {
                 Client::Floor => c.floor.calls_in_flight(CALLS, window).expect("floor calls"),
+                Client::AsyncFloor => {
+                    let mut f = async_floor.take().expect("the async floor is back");
+                    async_floor = Some(drive(rt, caller, async move {
+                        f.calls_in_flight(CALLS, window)
+                            .await
+                            .unwrap_or_else(|e| panic!("{e}"));
+                        f
+                    }));
+                }
                 _ => {
                     let line = Arc::clone(&line);
                     c.run(rt, caller, client, |t| async move {
@@ -414,6 +425,7 @@ fn throughput(rt: &Runtime, fixture: &Path, rounds: usize, window: usize, caller
         1,
         &rates,
     );
+    rt.block_on(async { drop(async_floor) });
     c.close(rt);
 }
 
