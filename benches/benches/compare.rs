@@ -171,8 +171,10 @@ fn main() {
     );
     println!("fixture: {}", fixture.display());
     println!();
-    println!("| row | client | median (range over rounds) | ratio to floor, median (range) |");
-    println!("|---|---|---|---|");
+    println!(
+        "| row | client | median (range over rounds) | ratio to floor, median (range) | ratio to async floor |"
+    );
+    println!("|---|---|---|---|---|");
     if wanted("rtt") {
         round_trip(&rt, &fixture, args.rounds, args.caller);
     }
@@ -193,19 +195,28 @@ fn main() {
     }
 }
 
-/// One table row per client: its per-round values and their ratio to the
-/// floor's.
+/// One table row per client: its per-round values, their ratio to the
+/// floor's and, for the tokio clients, to the async floor's (each paired
+/// within its round).
 fn report(row: &str, unit: &str, digits: usize, values: &[(Client, Vec<f64>)]) {
-    let floor = values.iter().find(|(c, _)| *c == Client::Floor);
+    let paired = |base: Client, client: Client, v: &[f64]| match values
+        .iter()
+        .find(|(c, _)| *c == base)
+    {
+        Some((_, b)) if client != base && client != Client::Floor => median_range(&ratios(v, b), 2),
+        Some(_) if client == base => "1".to_owned(),
+        _ => "-".to_owned(),
+    };
     for (client, v) in values {
-        let ratio = match floor {
+        let to_floor = match values.iter().find(|(c, _)| *c == Client::Floor) {
             Some((_, f)) if *client != Client::Floor => median_range(&ratios(v, f), 2),
             _ => "1".to_owned(),
         };
         println!(
-            "| {row} | {} | {} {unit} | {ratio} |",
+            "| {row} | {} | {} {unit} | {to_floor} | {} |",
             client.name(),
-            median_range(v, digits)
+            median_range(v, digits),
+            paired(Client::AsyncFloor, *client, v)
         );
     }
 }
