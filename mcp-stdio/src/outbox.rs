@@ -282,7 +282,7 @@ mod tests {
         assert_eq!(outbox.send(b"three\n", true), Ok(true));
         assert_eq!(outbox.send(b"cancel\n", false), Ok(false));
         let mut stdout = cat.stdout.take().expect("stdout");
-        let mut out = vec![0; 64];
+        let mut out = [0u8; 64];
         let mut got = 0;
         while got < "one\ntwo\nthree\ncancel\n".len() {
             let n = tokio::time::timeout(Duration::from_secs(10), stdout.read(&mut out[got..]))

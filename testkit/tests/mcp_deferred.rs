@@ -32,10 +32,7 @@ async fn a_call_abandoned_before_its_queued_line_is_written_still_sends_it_and_i
     stop(p).await;
     let lines = received(&log);
     let position = |pred: &dyn Fn(&serde_json::Value) -> bool| {
-        lines
-            .iter()
-            .position(|m| pred(m))
-            .expect("the line was received")
+        lines.iter().position(pred).expect("the line was received")
     };
     let queued = position(&|m| m["params"]["arguments"]["text"] == "queued");
     let queued_id = lines[queued]["id"].clone();
