@@ -53,9 +53,9 @@ impl Client {
     }
 }
 
-const CALLERS: [Client; 4] = [Client::Floor, Client::Mcp, Client::Gateway, Client::Rmcp];
-/// The round trip also runs the async floor: the least a tokio client pays.
-const RTT_CALLERS: [Client; 5] = [
+/// Every client that calls, the async floor (the least a tokio client pays,
+/// one call at a time and many in flight) among them.
+const CALLERS: [Client; 5] = [
     Client::Floor,
     Client::AsyncFloor,
     Client::Mcp,
@@ -171,8 +171,10 @@ fn main() {
     );
     println!("fixture: {}", fixture.display());
     println!();
-    println!("| row | client | median (range over rounds) | ratio to floor, median (range) |");
-    println!("|---|---|---|---|");
+    println!(
+        "| row | client | median (range over rounds) | ratio to floor, median (range) | ratio to async floor |"
+    );
+    println!("|---|---|---|---|---|");
     if wanted("rtt") {
         round_trip(&rt, &fixture, args.rounds, args.caller);
     }
@@ -193,19 +195,28 @@ fn main() {
     }
 }
 
-/// One table row per client: its per-round values and their ratio to the
-/// floor's.
+/// One table row per client: its per-round values, their ratio to the
+/// floor's and, for the tokio clients, to the async floor's (each paired
+/// within its round).
 fn report(row: &str, unit: &str, digits: usize, values: &[(Client, Vec<f64>)]) {
-    let floor = values.iter().find(|(c, _)| *c == Client::Floor);
+    let paired = |base: Client, client: Client, v: &[f64]| match values
+        .iter()
+        .find(|(c, _)| *c == base)
+    {
+        Some((_, b)) if client != base && client != Client::Floor => median_range(&ratios(v, b), 2),
+        Some(_) if client == base => "1".to_owned(),
+        _ => "-".to_owned(),
+    };
     for (client, v) in values {
-        let ratio = match floor {
+        let to_floor = match values.iter().find(|(c, _)| *c == Client::Floor) {
             Some((_, f)) if *client != Client::Floor => median_range(&ratios(v, f), 2),
             _ => "1".to_owned(),
         };
         println!(
-            "| {row} | {} | {} {unit} | {ratio} |",
+            "| {row} | {} | {} {unit} | {to_floor} | {} |",
             client.name(),
-            median_range(v, digits)
+            median_range(v, digits),
+            paired(Client::AsyncFloor, *client, v)
         );
     }
 }
@@ -304,20 +315,21 @@ where
 }
 
 fn round_trip(rt: &Runtime, fixture: &Path, rounds: usize, caller: Caller) {
-    const CALLS: usize = 2000;
+    // As many as the shared yardstick times.
+    const CALLS: usize = 5000;
     let mut c = Callers::open(rt, fixture);
     let mut async_floor = Some(
         rt.block_on(AsyncFloor::start(fixture, &[]))
             .expect("async floor starts"),
     );
     let line: Arc<str> = ours::invoke_line().into();
-    let mut medians: Vec<(Client, Vec<f64>)> = RTT_CALLERS.iter().map(|&c| (c, vec![])).collect();
-    let mut p99s: Vec<(Client, Vec<f64>)> = RTT_CALLERS.iter().map(|&c| (c, vec![])).collect();
+    let mut medians: Vec<(Client, Vec<f64>)> = CALLERS.iter().map(|&c| (c, vec![])).collect();
+    let mut p99s: Vec<(Client, Vec<f64>)> = CALLERS.iter().map(|&c| (c, vec![])).collect();
     for round in 0..=rounds {
-        for client in round_order(&RTT_CALLERS, round) {
+        for client in round_order(&CALLERS, round) {
             let samples = match client {
                 Client::Floor => rt.block_on(timed_calls(CALLS, || {
-                    let r = c.floor.call_echo().map(drop).map_err(|e| e.to_string());
+                    let r = c.floor.call_echo().map_err(|e| e.to_string());
                     async { r }
                 })),
                 Client::AsyncFloor => {
@@ -346,10 +358,7 @@ fn round_trip(rt: &Runtime, fixture: &Path, rounds: usize, caller: Caller) {
                 continue;
             }
             let s = summarize(&samples);
-            let i = RTT_CALLERS
-                .iter()
-                .position(|&x| x == client)
-                .expect("known");
+            let i = CALLERS.iter().position(|&x| x == client).expect("known");
             medians[i].1.push(s.median);
             p99s[i].1.push(s.p99);
         }
@@ -387,6 +396,10 @@ where
 fn throughput(rt: &Runtime, fixture: &Path, rounds: usize, window: usize, caller: Caller) {
     const CALLS: usize = 20_000;
     let mut c = Callers::open(rt, fixture);
+    let mut async_floor = Some(
+        rt.block_on(AsyncFloor::start(fixture, &[]))
+            .expect("async floor starts"),
+    );
     let line: Arc<str> = ours::invoke_line().into();
     let mut rates: Vec<(Client, Vec<f64>)> = CALLERS.iter().map(|&c| (c, vec![])).collect();
     for round in 0..=rounds {
@@ -394,6 +407,15 @@ fn throughput(rt: &Runtime, fixture: &Path, rounds: usize, window: usize, caller
             let began = Instant::now();
             match client {
                 Client::Floor => c.floor.calls_in_flight(CALLS, window).expect("floor calls"),
+                Client::AsyncFloor => {
+                    let mut f = async_floor.take().expect("the async floor is back");
+                    async_floor = Some(drive(rt, caller, async move {
+                        f.calls_in_flight(CALLS, window)
+                            .await
+                            .unwrap_or_else(|e| panic!("{e}"));
+                        f
+                    }));
+                }
                 _ => {
                     let line = Arc::clone(&line);
                     c.run(rt, caller, client, |t| async move {
@@ -414,6 +436,7 @@ fn throughput(rt: &Runtime, fixture: &Path, rounds: usize, window: usize, caller
         1,
         &rates,
     );
+    rt.block_on(async { drop(async_floor) });
     c.close(rt);
 }
 

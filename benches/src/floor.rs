@@ -2,13 +2,22 @@
 //! blocking I/O and no framework, as fast as talking to this server gets.
 //!
 //! It does what any client must and nothing more: writes request lines,
-//! reads answer lines, parses each answer as JSON and checks it.
+//! reads answer lines and checks each answer's id and that it is a result,
+//! reading nothing else of it (the shared yardstick's floor, `/work/shared/perf`,
+//! does the same, so that the rows they share have the same floor). With
+//! many calls in flight it works as that floor does too: the calling thread
+//! writes, batching into one `write` every request the answers read so far
+//! allow, while a reader thread reads the answers and hands back one credit
+//! per answer.
 
 use std::io::{self, BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::mpsc;
 
+use serde::Deserialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::ECHO_TEXT;
 
@@ -123,48 +132,77 @@ impl Floor {
         result_answer(&self.line)
     }
 
-    /// One `tools/call` of `echo`, waited for; returns the echoed text.
+    /// One `tools/call` of `echo`, waited for; checks that its answer is a
+    /// result with its id.
     ///
     /// # Errors
-    /// When the pipe fails or the answer is not the echo.
-    pub fn call_echo(&mut self) -> io::Result<String> {
+    /// When the pipe fails or the answer is not a result for this call.
+    pub fn call_echo(&mut self) -> io::Result<()> {
         let id = self.queue_echo();
         self.flush()?;
-        let answer = self.read_answer()?;
-        if answer["id"] != id {
-            return Err(invalid(format!("answer to {} for {id}", answer["id"])));
-        }
-        match answer["result"]["content"][0]["text"].as_str() {
-            Some(text) => Ok(text.to_owned()),
-            None => Err(invalid(format!("no text in {answer}"))),
-        }
+        self.read_line()?;
+        check_reply(&self.line, id)
     }
 
-    /// `total` echo calls with up to `window` in flight: once it has read
-    /// every answer it holds and at most half the window is still in flight,
-    /// it tops the window up in one write, so each write and each read
-    /// carries many messages.
+    /// `total` echo calls with up to `window` in flight, as the yardstick's
+    /// floor makes them: this thread writes, every request the credits
+    /// allow in one `write`, while a reader thread reads and checks the
+    /// answers in order and hands back one credit per answer over a
+    /// channel; the writer waits for one credit, then takes every other one
+    /// already there.
     ///
     /// # Errors
-    /// When the pipe fails or an answer is not a result.
+    /// When the pipe fails or an answer is not a result for its call.
     pub fn calls_in_flight(&mut self, total: usize, window: usize) -> io::Result<()> {
-        let window = window.max(1);
-        let (mut sent, mut done) = (0, 0);
-        while done < total {
-            // Refilling at half the window batches many requests per write
-            // without letting the server run dry.
-            if self.stdout.buffer().is_empty() && sent - done <= window / 2 {
-                let room = window - (sent - done);
-                for _ in 0..room.min(total - sent) {
-                    self.queue_echo();
+        if total == 0 {
+            return Ok(());
+        }
+        let first = self.next_id;
+        self.next_id += total as u64;
+        let (stdin, stdout, out) = (&mut self.stdin, &mut self.stdout, &mut self.out);
+        let (credit_tx, credit_rx) = mpsc::channel::<()>();
+        std::thread::scope(|s| {
+            let reading = s.spawn(move || -> io::Result<()> {
+                let mut line = Vec::with_capacity(1024);
+                for id in first..first + total as u64 {
+                    read_line(stdout, &mut line)?;
+                    check_reply(&line, id)?;
+                    // The writer may be done already: a closed channel is fine.
+                    let _ = credit_tx.send(());
+                }
+                Ok(())
+            });
+            let mut sent = 0;
+            let mut credits = window.max(1).min(total);
+            let written = loop {
+                out.clear();
+                for _ in 0..credits {
+                    push_echo(out, first + sent as u64);
                     sent += 1;
                 }
-                self.flush()?;
-            }
-            self.read_answer()?;
-            done += 1;
-        }
-        Ok(())
+                if let Err(e) = stdin.write_all(out) {
+                    break Err(e);
+                }
+                if sent == total {
+                    break Ok(());
+                }
+                // One answer, then every other one read already.
+                if credit_rx.recv().is_err() {
+                    break Ok(()); // the reader failed: its error is returned
+                }
+                credits = 1 + credit_rx.try_iter().count();
+                credits = credits.min(total - sent);
+            };
+            out.clear();
+            let read = reading
+                .join()
+                .unwrap_or_else(|_| Err(io::Error::other("the reader thread panicked")));
+            read.and(written)
+        })
+    }
+
+    fn read_line(&mut self) -> io::Result<()> {
+        read_line(&mut self.stdout, &mut self.line)
     }
 
     /// Every tool, following `nextCursor` to the end.
@@ -210,6 +248,56 @@ impl Floor {
             }
         }
     }
+}
+
+/// Reads one line into `line`.
+fn read_line(stdout: &mut BufReader<ChildStdout>, line: &mut Vec<u8>) -> io::Result<()> {
+    line.clear();
+    if stdout.read_until(b'\n', line)? == 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "the server closed its stdout",
+        ));
+    }
+    Ok(())
+}
+
+/// Just enough of an answer: its id, and whether a result or an error came
+/// back, each kept as unparsed JSON text.
+#[derive(Deserialize)]
+struct Reply<'a> {
+    id: u64,
+    #[serde(borrow, default)]
+    result: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    error: Option<&'a RawValue>,
+}
+
+/// Checks that `line` is a result (not an error) for request `id`, reading
+/// no more of it than that: the yardstick floor's check.
+pub fn check_reply(line: &[u8], id: u64) -> io::Result<()> {
+    let reply: Reply<'_> = serde_json::from_slice(line).map_err(|e| {
+        invalid(format!(
+            "answer to {id}: {e}: {}",
+            String::from_utf8_lossy(line)
+        ))
+    })?;
+    if reply.id != id || reply.error.is_some() || reply.result.is_none() {
+        return Err(invalid(format!(
+            "not a result for {id}: {}",
+            String::from_utf8_lossy(line)
+        )));
+    }
+    Ok(())
+}
+
+/// Appends one echo request with `id` to `out`.
+pub(crate) fn push_echo(out: &mut Vec<u8>, id: u64) {
+    let _ = writeln!(
+        out,
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{}}}"#,
+        echo_params()
+    );
 }
 
 /// An answer line parsed; it must be an answer with a result.

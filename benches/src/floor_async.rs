@@ -6,24 +6,34 @@
 //! pays at the least for waiting on the event loop (a readiness wait through
 //! `epoll_wait` before each read), so the distance from the floor to it is
 //! the event loop's and the distance from it to a client is the client's.
+//!
+//! Many calls in flight ([`AsyncFloor::calls_in_flight`]) are the floor's
+//! two threads made tokio's: the caller writes, batching into one write
+//! every request the credits allow, while one reader task reads the answers
+//! and hands back a credit per answer through the cheapest wake there is, a
+//! counter and a [`Notify`]. No map (answers come in order), no timer, no
+//! parse beyond the id. A tokio client with a reader task cannot do less.
 
 use std::io;
 use std::path::Path;
 use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::sync::Notify;
 
-use crate::ECHO_TEXT;
-use crate::floor::{echo_params, invalid, result_answer};
+use crate::floor::{check_reply, echo_params, invalid, push_echo, result_answer};
 
 /// One server, talked to on the runtime's event loop.
 #[derive(Debug)]
 pub struct AsyncFloor {
     _child: Child,
     stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
+    /// Lent to the reader task while calls are in flight.
+    stdout: Option<BufReader<ChildStdout>>,
     line: Vec<u8>,
     out: Vec<u8>,
     next_id: u64,
@@ -48,7 +58,7 @@ impl AsyncFloor {
         let mut floor = AsyncFloor {
             _child: child,
             stdin,
-            stdout: BufReader::with_capacity(64 * 1024, stdout),
+            stdout: Some(BufReader::with_capacity(64 * 1024, stdout)),
             line: Vec::with_capacity(1024),
             out: Vec::with_capacity(1024),
             next_id: 1,
@@ -88,31 +98,118 @@ impl AsyncFloor {
         Ok(())
     }
 
+    async fn read_line(&mut self) -> io::Result<()> {
+        let stdout = self
+            .stdout
+            .as_mut()
+            .ok_or_else(|| io::Error::other("stdout is lent out"))?;
+        read_line(stdout, &mut self.line).await
+    }
+
     async fn read_answer(&mut self) -> io::Result<Value> {
-        self.line.clear();
-        if self.stdout.read_until(b'\n', &mut self.line).await? == 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "the server closed its stdout",
-            ));
-        }
+        self.read_line().await?;
         result_answer(&self.line)
     }
 
-    /// One `tools/call` of `echo`, waited for; returns the echoed text.
+    /// One `tools/call` of `echo`, waited for; checks that its answer is a
+    /// result with its id (the floor's check).
     ///
     /// # Errors
-    /// When the pipe fails or the answer is not the echo.
-    pub async fn call_echo(&mut self) -> io::Result<String> {
+    /// When the pipe fails or the answer is not a result for this call.
+    pub async fn call_echo(&mut self) -> io::Result<()> {
         let id = self.queue("tools/call", echo_params());
         self.flush().await?;
-        let answer = self.read_answer().await?;
-        if answer["id"] != id {
-            return Err(invalid(format!("answer to {} for {id}", answer["id"])));
-        }
-        match answer["result"]["content"][0]["text"].as_str() {
-            Some(text) if text == ECHO_TEXT => Ok(text.to_owned()),
-            _ => Err(invalid(format!("not the echo: {answer}"))),
-        }
+        self.read_line().await?;
+        check_reply(&self.line, id)
     }
+
+    /// `total` echo calls with up to `window` in flight: this future writes,
+    /// every request the credits allow in one write, while a reader task
+    /// (spawned, so on a worker of a multi-thread runtime, as a client's
+    /// reader task is) reads and checks the answers in order and returns one
+    /// credit per answer. The writer sleeps until at least one credit is
+    /// back, then takes all there are.
+    ///
+    /// # Errors
+    /// When the pipe fails or an answer is not a result for its call.
+    pub async fn calls_in_flight(&mut self, total: usize, window: usize) -> io::Result<()> {
+        if total == 0 {
+            return Ok(());
+        }
+        let first = self.next_id;
+        self.next_id += total as u64;
+        let mut stdout = self
+            .stdout
+            .take()
+            .ok_or_else(|| io::Error::other("stdout is lent out"))?;
+        let credits = Arc::new(Credits::default());
+        let back = Arc::clone(&credits);
+        let reader = tokio::spawn(async move {
+            let mut line = Vec::with_capacity(1024);
+            let mut read = Ok(());
+            for id in first..first + total as u64 {
+                read = match read_line(&mut stdout, &mut line).await {
+                    Ok(()) => check_reply(&line, id),
+                    Err(e) => Err(e),
+                };
+                if read.is_err() {
+                    back.failed.store(true, Ordering::Release);
+                    back.wake.notify_one();
+                    break;
+                }
+                back.answered.fetch_add(1, Ordering::Release);
+                back.wake.notify_one();
+            }
+            (stdout, read)
+        });
+        let mut sent = 0;
+        let written = loop {
+            let answered = credits.answered.load(Ordering::Acquire);
+            let room = (answered + window.max(1) - sent).min(total - sent);
+            if room == 0 {
+                if credits.failed.load(Ordering::Acquire) {
+                    break Ok(()); // the reader's error is returned
+                }
+                credits.wake.notified().await;
+                continue;
+            }
+            for _ in 0..room {
+                push_echo(&mut self.out, first + sent as u64);
+                sent += 1;
+            }
+            let wrote = self.flush().await;
+            if wrote.is_err() || sent == total {
+                break wrote;
+            }
+        };
+        self.out.clear();
+        let (stdout, read) = reader
+            .await
+            .map_err(|e| io::Error::other(format!("the reader task failed: {e}")))?;
+        self.stdout = Some(stdout);
+        read.and(written)
+    }
+}
+
+/// What the reader task hands back to the writer.
+#[derive(Debug, Default)]
+struct Credits {
+    /// Answers read and checked so far.
+    answered: AtomicUsize,
+    /// The reader stopped on an error.
+    failed: AtomicBool,
+    /// Wakes the writer (a wake with no writer waiting is kept for it).
+    wake: Notify,
+}
+
+/// Reads one line into `line`.
+async fn read_line(stdout: &mut BufReader<ChildStdout>, line: &mut Vec<u8>) -> io::Result<()> {
+    line.clear();
+    if stdout.read_until(b'\n', line).await? == 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "the server closed its stdout",
+        ));
+    }
+    Ok(())
 }

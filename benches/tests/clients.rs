@@ -3,25 +3,64 @@
 
 use spear_benches::fixture::{TEN_THOUSAND_TOOLS, fixture_server};
 use spear_benches::floor::Floor;
+use spear_benches::floor_async::AsyncFloor;
+use spear_benches::official;
 use spear_benches::ours::{self, Gateway};
-use spear_benches::{ECHO_TEXT, official};
 use spear_capabilities::Provider;
 
 #[test]
 fn the_floor_echoes_keeps_calls_in_flight_and_lists_every_page() {
     let fixture = fixture_server().expect("fixture");
     let mut floor = Floor::start(&fixture, &[]).expect("starts");
-    assert_eq!(floor.call_echo().expect("echo"), ECHO_TEXT);
+    floor.call_echo().expect("echo");
     for window in [1, 8, 64] {
         floor.calls_in_flight(500, window).expect("calls");
     }
-    // Its ids stay in step after the windows: the next echo is answered as its own.
-    assert_eq!(floor.call_echo().expect("echo"), ECHO_TEXT);
+    // Its ids stay in step after the windows: the next echo is answered as
+    // its own (`call_echo` checks the answer's id).
+    floor.call_echo().expect("echo");
     assert_eq!(floor.list_all().expect("listed").len(), 9);
     let mut big = Floor::start(&fixture, TEN_THOUSAND_TOOLS).expect("starts");
     let tools = big.list_all().expect("listed");
     assert_eq!(tools.len(), 10_000);
     assert_eq!(tools[9_999]["name"], "gen_9990");
+}
+
+/// The async floor answers each call in order with its own id, alone and
+/// with many in flight, on both runtimes (its reader is a task of its own).
+#[test]
+fn the_async_floor_keeps_calls_in_flight_on_both_runtimes() {
+    let fixture = fixture_server().expect("fixture");
+    for multi in [false, true] {
+        let rt = if multi {
+            tokio::runtime::Builder::new_multi_thread()
+        } else {
+            tokio::runtime::Builder::new_current_thread()
+        }
+        .enable_all()
+        .build()
+        .expect("a runtime");
+        rt.block_on(async {
+            let mut floor = AsyncFloor::start(&fixture, &[]).await.expect("starts");
+            floor.call_echo().await.expect("echo");
+            for window in [1, 8, 64, 1000] {
+                floor.calls_in_flight(500, window).await.expect("calls");
+            }
+            floor.call_echo().await.expect("the ids are still in step");
+        });
+    }
+}
+
+/// A floor that took a wrong answer for a right one would be no floor: an
+/// answer to another id, or an error, is refused.
+#[test]
+fn the_floor_check_refuses_other_ids_and_errors() {
+    let ok = br#"{"jsonrpc":"2.0","id":7,"result":{"content":[]}}"#;
+    assert!(spear_benches::floor::check_reply(ok, 7).is_ok());
+    assert!(spear_benches::floor::check_reply(ok, 8).is_err());
+    let error = br#"{"jsonrpc":"2.0","id":7,"error":{"code":-1,"message":"no"}}"#;
+    assert!(spear_benches::floor::check_reply(error, 7).is_err());
+    assert!(spear_benches::floor::check_reply(b"not json", 7).is_err());
 }
 
 #[tokio::test]

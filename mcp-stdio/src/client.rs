@@ -131,13 +131,22 @@ impl Connection {
             id,
             connection: self,
             armed: true,
+            owes_flush: false,
         };
-        send(
+        // Behind others in flight, the line is queued; if it starts the
+        // queue, this request writes it, after one yield in which the other
+        // callers of the moment queue theirs behind it (`outbox.rs`).
+        guard.owes_flush = send(
             &self.shared,
             &self.out,
             &codec::request(id, method, params),
             others_in_flight,
         );
+        if guard.owes_flush {
+            tokio::task::yield_now().await;
+            guard.owes_flush = false;
+            self.out.flush();
+        }
         // The answer, or the failure of the connection: the sweeper's
         // timeout, the reader's end, or shutdown.
         let answer = rx.await;
@@ -179,16 +188,21 @@ impl Connection {
 }
 
 /// Sends `line`, failing the connection when the server leaves too much of
-/// what we send unread.
-fn send(shared: &Mutex<Shared>, out: &Outbox, line: &[u8], queue_only: bool) {
-    if let Err(Unread) = out.send(line, queue_only) {
-        fail(
-            shared,
-            Failure::Protocol(format!(
-                "the server does not read what it is sent: more than {} wait for its stdin",
-                size(MAX_UNREAD)
-            )),
-        );
+/// what we send unread. True when the sender owes the outbox a flush (see
+/// [`Outbox::send`]).
+fn send(shared: &Mutex<Shared>, out: &Outbox, line: &[u8], deferred: bool) -> bool {
+    match out.send(line, deferred) {
+        Ok(owes_flush) => owes_flush,
+        Err(Unread) => {
+            fail(
+                shared,
+                Failure::Protocol(format!(
+                    "the server does not read what it is sent: more than {} wait for its stdin",
+                    size(MAX_UNREAD)
+                )),
+            );
+            false
+        }
     }
 }
 
@@ -255,15 +269,23 @@ fn cancelled(id: u64, reason: &str) -> Vec<u8> {
 }
 
 /// Removes an abandoned request (its future was dropped) and tells the
-/// server, so that no answer is awaited that nobody reads.
+/// server, so that no answer is awaited that nobody reads; writes the
+/// queue first if the request owed that (its line, and those queued
+/// behind it, would otherwise wait for the next sender).
 struct Pending<'a> {
     id: u64,
     connection: &'a Connection,
     armed: bool,
+    /// The request's line started the outbox's queue and is not written
+    /// yet: this request must flush it.
+    owes_flush: bool,
 }
 
 impl Drop for Pending<'_> {
     fn drop(&mut self) {
+        if self.owes_flush {
+            self.connection.out.flush();
+        }
         if !self.armed {
             return;
         }
