@@ -1,6 +1,6 @@
 //! The JSON-RPC connection: an outbox for the server's stdin (`outbox.rs`),
-//! one reader task, requests multiplexed by id, each under the entry's
-//! timeout.
+//! an inbox for its stdout read by one reader task or by the caller waiting
+//! (`inbox.rs`), requests multiplexed by id, each under the entry's timeout.
 //!
 //! The timeout is kept by one sweeper task per connection, not by a timer
 //! per request: every request on a connection has the same timeout, so
@@ -9,8 +9,11 @@
 //! call cost about a tenth of the client's work on a call.
 
 use std::collections::BTreeMap;
+use std::future::{Future, poll_fn};
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::task::Poll;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -18,8 +21,9 @@ use tokio::sync::oneshot;
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
-use crate::codec::{self, Incoming, LineReader, Raw, ReadError};
+use crate::codec::{self, Incoming, Raw};
 use crate::error::Failure;
+use crate::inbox::{End, Flow, Inbox};
 use crate::outbox::{MAX_UNREAD, Outbox, Unread};
 use crate::process::{Pipes, ServerProcess};
 
@@ -61,6 +65,7 @@ struct Shared {
 pub(crate) struct Connection {
     shared: Arc<Mutex<Shared>>,
     out: Outbox,
+    inbox: Arc<Inbox>,
     next_id: AtomicU64,
     timeout: Duration,
     sweeper: AbortHandle,
@@ -90,9 +95,9 @@ impl Connection {
     ) -> std::io::Result<Self> {
         let shared = Arc::new(Mutex::new(Shared::default()));
         let out = Outbox::start(pipes.stdin)?;
-        let reader = LineReader::new(pipes.stdout, max_line);
+        let inbox = Arc::new(Inbox::new(pipes.stdout, max_line));
         tokio::spawn(read_loop(
-            reader,
+            Arc::clone(&inbox),
             Arc::clone(&shared),
             out.clone(),
             Arc::downgrade(&process),
@@ -101,6 +106,7 @@ impl Connection {
         Ok(Connection {
             shared,
             out,
+            inbox,
             next_id: AtomicU64::new(1),
             timeout,
             sweeper: sweeper.abort_handle(),
@@ -132,6 +138,7 @@ impl Connection {
             connection: self,
             armed: true,
             owes_flush: false,
+            led: false,
         };
         // Behind others in flight, the line is queued; if it starts the
         // queue, this request writes it, after one yield in which the other
@@ -148,8 +155,32 @@ impl Connection {
             self.out.flush();
         }
         // The answer, or the failure of the connection: the sweeper's
-        // timeout, the reader's end, or shutdown.
-        let answer = rx.await;
+        // timeout, the reader's end, or shutdown. Read by this caller itself
+        // where that saves a hand-off (`inbox.rs`); then the answer is kept
+        // for it rather than sent, its receiver dropped first so that
+        // dropping the sender wakes nobody.
+        let leads = leads_here();
+        let mut rx = Some(rx);
+        let answer = poll_fn(|cx| {
+            if leads {
+                guard.led = true;
+                let mine = self.inbox.lead(id, cx, |line| {
+                    handle_line(&self.shared, &self.out, line, Some(id))
+                });
+                if let Some((answer, tx)) = mine {
+                    // `lead` handed reading back already.
+                    guard.led = false;
+                    rx = None;
+                    drop(tx);
+                    return Poll::Ready(Ok(answer));
+                }
+            }
+            match rx.as_mut() {
+                Some(rx) => Pin::new(rx).poll(cx),
+                None => Poll::Pending,
+            }
+        })
+        .await;
         guard.armed = false;
         // A dropped sender means the connection ended without a word.
         answer.unwrap_or_else(|_| Err(self.failure().unwrap_or(Failure::ShutDown)))
@@ -185,6 +216,15 @@ impl Connection {
     pub(crate) fn stats(&self) -> Stats {
         lock(&self.shared).stats.clone()
     }
+}
+
+/// Whether a caller here reads the server's stdout itself while it waits
+/// (`inbox.rs`): on a current-thread runtime. On a multi-thread one the
+/// pipe's wake comes from a worker thread either way, and handing reading
+/// back to the reader task after each call would wake a worker.
+fn leads_here() -> bool {
+    tokio::runtime::Handle::try_current()
+        .is_ok_and(|rt| rt.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread)
 }
 
 /// Sends `line`, failing the connection when the server leaves too much of
@@ -279,12 +319,18 @@ struct Pending<'a> {
     /// The request's line started the outbox's queue and is not written
     /// yet: this request must flush it.
     owes_flush: bool,
+    /// The caller read the server's stdout itself: it must hand reading
+    /// back to the reader task.
+    led: bool,
 }
 
 impl Drop for Pending<'_> {
     fn drop(&mut self) {
         if self.owes_flush {
             self.connection.out.flush();
+        }
+        if self.led {
+            self.connection.inbox.step_down(self.id);
         }
         if !self.armed {
             return;
@@ -301,7 +347,7 @@ impl Drop for Pending<'_> {
 }
 
 async fn read_loop(
-    mut reader: LineReader<tokio::process::ChildStdout>,
+    inbox: Arc<Inbox>,
     shared: Arc<Mutex<Shared>>,
     out: Outbox,
     // Weak: the provider's drop must reach the process (and kill its group)
@@ -313,64 +359,73 @@ async fn read_loop(
     let mut gone = ReaderGone {
         shared: Some(Arc::clone(&shared)),
     };
-    let failure = loop {
-        let incoming = match reader.next_line().await {
-            Ok(Some(line)) => match codec::decode(line) {
-                Incoming::Junk => {
-                    let mut shared = lock(&shared);
-                    shared.stats.junk_lines += 1;
-                    let cut = &line[..line.len().min(200)];
-                    shared.stats.last_junk = Some(String::from_utf8_lossy(cut).into_owned());
-                    continue;
-                }
-                incoming => incoming,
-            },
-            Ok(None) => break crashed(&process, "closed its stdout").await,
-            Err(ReadError::Io(e)) => break crashed(&process, &format!("stdout failed: {e}")).await,
-            Err(ReadError::TooLong) => {
-                break Failure::Protocol(format!(
-                    "the server sent a line longer than the bound of {}",
-                    size(reader.limit())
-                ));
-            }
-        };
-        match incoming {
-            Incoming::Response { id, outcome } => {
-                let waiter = {
-                    let mut shared = lock(&shared);
-                    let waiter = id.as_u64().and_then(|id| shared.pending.remove(&id));
-                    let waiter = waiter.map(|w| w.tx);
-                    if waiter.is_none() {
-                        shared.stats.stray_answers += 1;
-                    }
-                    waiter
-                };
-                if let Some(tx) = waiter {
-                    let answer =
-                        outcome.map_err(|(code, message)| Failure::Rejected { code, message });
-                    let _ = tx.send(answer);
-                }
-            }
-            Incoming::Request { id, method } => {
-                lock(&shared).stats.server_requests += 1;
-                let answer = if method == "ping" {
-                    Ok(json!({}))
-                } else {
-                    Err((-32601, "method not found"))
-                };
-                send(&shared, &out, &codec::response(id, answer), false);
-            }
-            Incoming::Notification => lock(&shared).stats.notifications += 1,
-            Incoming::Batch => {
-                break Failure::Protocol(
-                    "the server sent a JSON-RPC batch, which MCP 2025-06-18 does not allow".into(),
-                );
-            }
-            Incoming::Junk => {}
-        }
+    let end =
+        poll_fn(|cx| inbox.poll_reader_task(cx, |line| handle_line(&shared, &out, line, None)))
+            .await;
+    let failure = match end {
+        End::Closed => crashed(&process, "closed its stdout").await,
+        End::Io(e) => crashed(&process, &format!("stdout failed: {e}")).await,
+        End::TooLong(bound) => Failure::Protocol(format!(
+            "the server sent a line longer than the bound of {}",
+            size(bound)
+        )),
+        End::Broken(failure) => failure,
     };
     gone.shared = None;
     fail(&shared, failure);
+}
+
+/// Hands one line from the server to whom it is for. The answer to request
+/// `me`, when its caller reads, is kept for it with its sender (sending it
+/// would wake that caller, who is already awake).
+fn handle_line(
+    shared: &Mutex<Shared>,
+    out: &Outbox,
+    line: &[u8],
+    me: Option<u64>,
+) -> Flow<(Answer, oneshot::Sender<Answer>)> {
+    match codec::decode(line) {
+        Incoming::Junk => {
+            let mut shared = lock(shared);
+            shared.stats.junk_lines += 1;
+            let cut = &line[..line.len().min(200)];
+            shared.stats.last_junk = Some(String::from_utf8_lossy(cut).into_owned());
+        }
+        Incoming::Response { id, outcome } => {
+            let id = id.as_u64();
+            let waiter = {
+                let mut shared = lock(shared);
+                let waiter = id.and_then(|id| shared.pending.remove(&id));
+                if waiter.is_none() {
+                    shared.stats.stray_answers += 1;
+                }
+                waiter
+            };
+            if let Some(waiter) = waiter {
+                let answer = outcome.map_err(|(code, message)| Failure::Rejected { code, message });
+                if id.is_some() && id == me {
+                    return Flow::Mine((answer, waiter.tx));
+                }
+                let _ = waiter.tx.send(answer);
+            }
+        }
+        Incoming::Request { id, method } => {
+            lock(shared).stats.server_requests += 1;
+            let answer = if method == "ping" {
+                Ok(json!({}))
+            } else {
+                Err((-32601, "method not found"))
+            };
+            send(shared, out, &codec::response(id, answer), false);
+        }
+        Incoming::Notification => lock(shared).stats.notifications += 1,
+        Incoming::Batch => {
+            return Flow::Stop(Failure::Protocol(
+                "the server sent a JSON-RPC batch, which MCP 2025-06-18 does not allow".into(),
+            ));
+        }
+    }
+    Flow::Go
 }
 
 /// Armed while the reader task runs: dropped armed, it fails the connection.

@@ -4,12 +4,15 @@
 
 use std::borrow::Cow;
 use std::io;
+use std::ops::Range;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
 
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
-use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::io::{AsyncRead, ReadBuf};
 
 /// The longest line accepted from a server, newline included.
 pub const MAX_LINE: usize = 16 * 1024 * 1024;
@@ -86,16 +89,21 @@ impl PartialEq for Raw {
 /// not a 64 KiB buffer it once needed.
 ///
 /// The buffer lives as long as the reader, so a line that arrives in pieces
-/// is never lost; `next_line` is meant for one reader task, not for `select!`.
+/// is never lost. [`LineReader::poll_line`] is the core: whoever holds the
+/// reader (the connection's reader task, or a caller reading for itself,
+/// `inbox.rs`) polls it without awaiting across the hold.
 #[derive(Debug)]
 pub(crate) struct LineReader<R> {
     inner: R,
-    /// Bytes read; `buf[start..]` is not handed out yet.
+    /// The read buffer, every byte of it initialised (zeroed when it grows),
+    /// so that reads need no unsafe code; `buf[start..end]` is read and not
+    /// handed out yet.
     buf: Vec<u8>,
     start: usize,
+    end: usize,
     /// `buf[start..scanned]` holds no newline.
     scanned: usize,
-    /// The capacity the next empty buffer gets.
+    /// The size the next empty buffer gets.
     want: usize,
     limit: usize,
 }
@@ -122,6 +130,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             inner,
             buf: Vec::new(),
             start: 0,
+            end: 0,
             scanned: 0,
             want: FIRST_READ,
             limit,
@@ -139,41 +148,57 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
     /// # Cancel safety
     /// Dropping the future loses nothing: what was read stays buffered.
     pub(crate) async fn next_line(&mut self) -> Result<Option<&[u8]>, ReadError> {
+        let line = std::future::poll_fn(|cx| self.poll_line(cx)).await?;
+        Ok(line.map(|line| self.line(line)))
+    }
+
+    /// The line at `at`, as [`LineReader::poll_line`] gave it, valid until
+    /// the next poll.
+    pub(crate) fn line(&self, at: Range<usize>) -> &[u8] {
+        without_cr(&self.buf[at])
+    }
+
+    /// Where the next line is in the buffer (see [`LineReader::line`]), or
+    /// `None` at end of file; `Pending` once everything the pipe held is
+    /// read and no line is whole, with `cx`'s waker registered with the
+    /// pipe (replacing the waker of whoever polled before).
+    pub(crate) fn poll_line(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Option<Range<usize>>, ReadError>> {
         loop {
-            if let Some(i) = self.buf[self.scanned..].iter().position(|&b| b == b'\n') {
+            let unscanned = &self.buf[self.scanned..self.end];
+            if let Some(i) = unscanned.iter().position(|&b| b == b'\n') {
                 let newline = self.scanned + i;
                 if newline + 1 - self.start > self.limit {
-                    return Err(ReadError::TooLong);
+                    return Poll::Ready(Err(ReadError::TooLong));
                 }
                 let from = self.start;
                 self.start = newline + 1;
                 self.scanned = self.start;
-                return Ok(Some(without_cr(&self.buf[from..newline])));
+                return Poll::Ready(Ok(Some(from..newline)));
             }
-            self.scanned = self.buf.len();
-            let pending = self.buf.len() - self.start;
+            self.scanned = self.end;
+            let pending = self.end - self.start;
             // Even its newline would not fit.
             if pending >= self.limit {
-                return Err(ReadError::TooLong);
+                return Poll::Ready(Err(ReadError::TooLong));
             }
             self.make_room();
-            let room = (self.buf.capacity() - self.buf.len()).min(self.limit - pending);
-            let before = self.buf.len();
-            let n = (&mut self.inner)
-                .take(room as u64)
-                .read_buf(&mut self.buf)
-                .await
-                .map_err(ReadError::Io)?;
+            let room = (self.buf.len() - self.end).min(self.limit - pending);
+            let mut read = ReadBuf::new(&mut self.buf[self.end..self.end + room]);
+            ready!(Pin::new(&mut self.inner).poll_read(cx, &mut read)).map_err(ReadError::Io)?;
+            let n = read.filled().len();
             if n == 0 {
                 if pending == 0 {
-                    return Ok(None);
+                    return Poll::Ready(Ok(None));
                 }
                 let from = self.start;
-                self.start = self.buf.len();
+                self.start = self.end;
                 self.scanned = self.start;
-                return Ok(Some(without_cr(&self.buf[from..])));
+                return Poll::Ready(Ok(Some(from..self.end)));
             }
-            debug_assert_eq!(self.buf.len(), before + n);
+            self.end += n;
             if n == room && self.want < MOST_READ {
                 // Reads fill the buffer: the next one may take more at once.
                 self.want *= 2;
@@ -183,27 +208,28 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
 
     /// Frees what was handed out, and leaves room for one more read.
     fn make_room(&mut self) {
-        if self.start == self.buf.len() {
-            self.buf.clear();
+        if self.start == self.end {
             self.start = 0;
+            self.end = 0;
             self.scanned = 0;
-            if self.buf.capacity() > MOST_READ {
+            if self.buf.len() > MOST_READ {
                 // A long line must not pin its memory for the whole session.
                 self.buf = Vec::new();
             }
-            if self.buf.capacity() < self.want {
-                self.buf.reserve_exact(self.want);
+            if self.buf.len() < self.want {
+                self.buf = vec![0; self.want];
             }
-        } else if self.buf.capacity() - self.buf.len() < LEAST_READ {
+        } else if self.buf.len() - self.end < LEAST_READ {
             if self.start > 0 {
-                self.buf.copy_within(self.start.., 0);
-                self.buf.truncate(self.buf.len() - self.start);
+                self.buf.copy_within(self.start..self.end, 0);
+                self.end -= self.start;
                 self.scanned -= self.start;
                 self.start = 0;
             }
-            if self.buf.capacity() - self.buf.len() < LEAST_READ {
+            if self.buf.len() - self.end < LEAST_READ {
                 // One line longer than the buffer: grow as a Vec does.
-                self.buf.reserve(self.want);
+                let grown = (self.buf.len() * 2).max(self.end + self.want);
+                self.buf.resize(grown, 0);
             }
         }
     }
@@ -370,7 +396,7 @@ mod tests {
         assert_eq!(got, vec![Ok(b"12345678".to_vec()), Err("too long".into())]);
         let mut reader = LineReader::new(&b"0123456789abcdef"[..], 8);
         assert!(matches!(reader.next_line().await, Err(ReadError::TooLong)));
-        assert!(reader.buf.len() <= 8, "buffered {}", reader.buf.len());
+        assert!(reader.end <= 8, "buffered {}", reader.end);
     }
 
     /// A line many buffers long is whole; once it and the lines read with
@@ -386,7 +412,7 @@ mod tests {
         }
         let mut reader = LineReader::new(&input[..], 1 << 20);
         assert_eq!(reader.next_line().await.expect("read"), Some(&long[..]));
-        assert!(reader.buf.capacity() >= long.len());
+        assert!(reader.buf.len() >= long.len());
         assert_eq!(reader.next_line().await.expect("read"), Some(&b"short"[..]));
         let mut n = 0;
         while let Some(line) = reader.next_line().await.expect("read") {
@@ -395,14 +421,10 @@ mod tests {
         }
         assert_eq!(n, 2000);
         // Everything consumed: the long line's memory is given back.
-        assert!(
-            reader.buf.capacity() <= MOST_READ,
-            "{}",
-            reader.buf.capacity()
-        );
+        assert!(reader.buf.len() <= MOST_READ, "{}", reader.buf.len());
         let mut idle = LineReader::new(&b"{}\n"[..], 1 << 20);
         assert_eq!(idle.next_line().await.expect("read"), Some(&b"{}"[..]));
-        assert_eq!(idle.buf.capacity(), FIRST_READ);
+        assert_eq!(idle.buf.len(), FIRST_READ);
     }
 
     #[test]

@@ -25,6 +25,7 @@ mod client;
 mod codec;
 mod content;
 mod error;
+mod inbox;
 mod outbox;
 mod process;
 mod provider;

@@ -1,0 +1,188 @@
+//! The way from the server's stdout: read by the connection's reader task,
+//! or, on a current-thread runtime, by the caller waiting for an answer.
+//!
+//! A lone call on a current-thread runtime paid for a hand-off: the reader
+//! task was woken by the pipe, read the answer, and woke the caller through
+//! a channel, after which the runtime polled its event loop once more
+//! before polling the caller (a system call). A caller that reads the pipe
+//! itself needs none of that, which is what a hand-written async client
+//! does. So a caller waiting for its answer may *lead*: it reads every line
+//! there is, hands each to whom it is for, and keeps its own; while it
+//! waits, the pipe wakes it, not the reader task.
+//!
+//! Someone must read the pipe at all times, also when no request is
+//! pending: the server may leave, ask us something, or log. That is the
+//! reader task, whenever no caller leads. The pipe wakes only the last one
+//! who polled it, so the two never both wait on it; a leader that stops
+//! waiting (answered, failed, or dropped) hands reading back to the reader
+//! task by waking it. How reading ended (end of file, a broken pipe, a line
+//! past the bound, a message that breaks the protocol) is reported by the
+//! reader task alone, whoever saw it, since reporting it waits for the
+//! process (`client.rs`).
+
+use std::sync::{Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
+
+use tokio::process::ChildStdout;
+
+use crate::codec::{LineReader, ReadError};
+use crate::error::Failure;
+
+/// What the line handler made of one line.
+#[derive(Debug)]
+pub(crate) enum Flow<T> {
+    /// Handled; read on.
+    Go,
+    /// The answer the reading caller waits for; read on.
+    Mine(T),
+    /// The line breaks the connection: stop reading.
+    Stop(Failure),
+}
+
+/// How reading ended.
+#[derive(Debug)]
+pub(crate) enum End {
+    /// The server closed its stdout.
+    Closed,
+    /// Reading failed.
+    Io(std::io::Error),
+    /// A line grew past the bound; the bound.
+    TooLong(usize),
+    /// A line broke the protocol.
+    Broken(Failure),
+}
+
+/// The reading side of one connection.
+#[derive(Debug)]
+pub(crate) struct Inbox {
+    state: Mutex<State>,
+}
+
+#[derive(Debug)]
+struct State {
+    lines: LineReader<ChildStdout>,
+    /// The request whose caller reads, if one does; otherwise the reader
+    /// task does.
+    leader: Option<u64>,
+    /// Wakes the reader task: reading is its turn again, or ended.
+    reader_task: Option<Waker>,
+    /// Reading ended; nobody reads any more.
+    ended: bool,
+    /// How, until the reader task takes it.
+    end: Option<End>,
+}
+
+impl Inbox {
+    pub(crate) fn new(stdout: ChildStdout, max_line: usize) -> Inbox {
+        Inbox {
+            state: Mutex::new(State {
+                lines: LineReader::new(stdout, max_line),
+                leader: None,
+                reader_task: None,
+                ended: false,
+                end: None,
+            }),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// For the caller waiting for the answer to request `me`: reads every
+    /// line there is now, handing each to `handle`, and returns what
+    /// `handle` called `me`'s. Unless that came, `cx` is woken when more can
+    /// be read (`me` leads) until [`Inbox::step_down`].
+    pub(crate) fn lead<T>(
+        &self,
+        me: u64,
+        cx: &mut Context<'_>,
+        handle: impl FnMut(&[u8]) -> Flow<T>,
+    ) -> Option<T> {
+        let mut state = self.lock();
+        if state.ended {
+            return None;
+        }
+        state.leader = Some(me);
+        let mine = state.pump(cx, handle);
+        if mine.is_some() || state.ended {
+            let reader_task = state.hand_back(me);
+            drop(state);
+            if let Some(waker) = reader_task {
+                waker.wake();
+            }
+        }
+        mine
+    }
+
+    /// The caller of request `me` stops waiting: if it led, reading is the
+    /// reader task's again.
+    pub(crate) fn step_down(&self, me: u64) {
+        let reader_task = self.lock().hand_back(me);
+        if let Some(waker) = reader_task {
+            waker.wake();
+        }
+    }
+
+    /// The reader task's side: reads while no caller leads, handing every
+    /// line to `handle`; ready with how reading ended.
+    pub(crate) fn poll_reader_task<T>(
+        &self,
+        cx: &mut Context<'_>,
+        handle: impl FnMut(&[u8]) -> Flow<T>,
+    ) -> Poll<End> {
+        let mut state = self.lock();
+        match &state.reader_task {
+            Some(waker) if waker.will_wake(cx.waker()) => {}
+            _ => state.reader_task = Some(cx.waker().clone()),
+        }
+        if !state.ended && state.leader.is_none() {
+            state.pump(cx, handle);
+        }
+        match state.end.take() {
+            Some(end) => Poll::Ready(end),
+            None => Poll::Pending,
+        }
+    }
+}
+
+impl State {
+    /// Reads and hands out lines until the pipe is empty (`cx` is then
+    /// registered with it) or reading ends.
+    fn pump<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        mut handle: impl FnMut(&[u8]) -> Flow<T>,
+    ) -> Option<T> {
+        let mut mine = None;
+        loop {
+            let end = match self.lines.poll_line(cx) {
+                Poll::Pending => return mine,
+                Poll::Ready(Ok(Some(at))) => match handle(self.lines.line(at)) {
+                    Flow::Go => continue,
+                    Flow::Mine(answer) => {
+                        mine = Some(answer);
+                        continue;
+                    }
+                    Flow::Stop(failure) => End::Broken(failure),
+                },
+                Poll::Ready(Ok(None)) => End::Closed,
+                Poll::Ready(Err(ReadError::Io(e))) => End::Io(e),
+                Poll::Ready(Err(ReadError::TooLong)) => End::TooLong(self.lines.limit()),
+            };
+            self.ended = true;
+            self.end = Some(end);
+            return mine;
+        }
+    }
+
+    /// If `me` leads, reading is the reader task's again (and reporting the
+    /// end, if reading ended): the waker to wake once the lock is let go.
+    fn hand_back(&mut self, me: u64) -> Option<Waker> {
+        if self.leader != Some(me) {
+            return None;
+        }
+        self.leader = None;
+        self.reader_task.take()
+    }
+}
