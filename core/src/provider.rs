@@ -4,6 +4,8 @@
 //! table of functions or an HTTP service all map onto them.
 
 use std::fmt::Debug;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -339,8 +341,18 @@ macro_rules! forward_provider {
             async fn list_tools(&self) -> Result<ToolList, Error> {
                 (**self).list_tools().await
             }
-            async fn call_tool(&self, request: CallRequest) -> Result<CallResult, Error> {
-                (**self).call_tool(request).await
+            // The inner future as it is, not boxed again in a future of
+            // this impl's own: calls go through `Arc<dyn Provider>`, and a
+            // second allocation and poll layer on every call is measurable.
+            fn call_tool<'life0, 'async_trait>(
+                &'life0 self,
+                request: CallRequest,
+            ) -> Pin<Box<dyn Future<Output = Result<CallResult, Error>> + Send + 'async_trait>>
+            where
+                'life0: 'async_trait,
+                Self: 'async_trait,
+            {
+                (**self).call_tool(request)
             }
             fn failure(&self) -> Option<Error> {
                 (**self).failure()
