@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::future::{Future, poll_fn};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::task::Poll;
 use std::time::Duration;
@@ -66,6 +66,12 @@ pub(crate) struct Connection {
     shared: Arc<Mutex<Shared>>,
     out: Outbox,
     inbox: Arc<Inbox>,
+    /// Callers read the server's stdout themselves ([`leads_here`] when the
+    /// connection started: where it starts is where it is called from).
+    leads: bool,
+    /// Requests left to send before the next read at once after one that
+    /// found nothing ([`MISSED`]).
+    skip_reads_now: AtomicU32,
     next_id: AtomicU64,
     timeout: Duration,
     sweeper: AbortHandle,
@@ -95,7 +101,7 @@ impl Connection {
     ) -> std::io::Result<Self> {
         let shared = Arc::new(Mutex::new(Shared::default()));
         let out = Outbox::start(pipes.stdin)?;
-        let inbox = Arc::new(Inbox::new(pipes.stdout, max_line));
+        let inbox = Arc::new(Inbox::new(pipes.stdout, max_line)?);
         tokio::spawn(read_loop(
             Arc::clone(&inbox),
             Arc::clone(&shared),
@@ -107,6 +113,8 @@ impl Connection {
             shared,
             out,
             inbox,
+            leads: leads_here(),
+            skip_reads_now: AtomicU32::new(0),
             next_id: AtomicU64::new(1),
             timeout,
             sweeper: sweeper.abort_handle(),
@@ -154,12 +162,31 @@ impl Connection {
             guard.owes_flush = false;
             self.out.flush();
         }
+        // The line is written: the answer may be there already.
+        if !others_in_flight && self.hopeful() {
+            let mine = self
+                .inbox
+                .read_now(|line| handle_line(&self.shared, &self.out, line, Some(id)));
+            if let Some((answer, tx)) = mine {
+                guard.armed = false;
+                drop(rx);
+                drop(tx);
+                // A call answered at once never waits: the runtime's other
+                // tasks get their turn now and then, as with its own I/O.
+                tokio::task::consume_budget().await;
+                return answer;
+            }
+            self.skip_reads_now.store(MISSED, Ordering::Relaxed);
+        }
         // The answer, or the failure of the connection: the sweeper's
         // timeout, the reader's end, or shutdown. Read by this caller itself
         // where that saves a hand-off (`inbox.rs`); then the answer is kept
         // for it rather than sent, its receiver dropped first so that
         // dropping the sender wakes nobody.
-        let leads = leads_here();
+        // A lone call only: with others in flight, their callers would all
+        // take turns at reading, each turn a poll of the pipe, where one
+        // reader task reading for all of them is cheaper.
+        let leads = self.leads && !others_in_flight;
         let mut rx = Some(rx);
         let answer = poll_fn(|cx| {
             if leads {
@@ -184,6 +211,18 @@ impl Connection {
         guard.armed = false;
         // A dropped sender means the connection ended without a word.
         answer.unwrap_or_else(|_| Err(self.failure().unwrap_or(Failure::ShutDown)))
+    }
+
+    /// Whether to read at once after this request's line is written: unless
+    /// the last such read found nothing, a few requests ago (with the server
+    /// on another CPU, a read right after the write mostly does).
+    fn hopeful(&self) -> bool {
+        let skip = self.skip_reads_now.load(Ordering::Relaxed);
+        if skip == 0 {
+            return true;
+        }
+        self.skip_reads_now.store(skip - 1, Ordering::Relaxed);
+        false
     }
 
     /// Sends one notification.
@@ -217,6 +256,11 @@ impl Connection {
         lock(&self.shared).stats.clone()
     }
 }
+
+/// After a read at once that found nothing, how many requests go without
+/// one: what a server that never answers that fast costs is then one
+/// needless `read` in this many requests.
+const MISSED: u32 = 16;
 
 /// Whether a caller here reads the server's stdout itself while it waits
 /// (`inbox.rs`): on a current-thread runtime. On a multi-thread one the
@@ -330,7 +374,9 @@ impl Drop for Pending<'_> {
             self.connection.out.flush();
         }
         if self.led {
-            self.connection.inbox.step_down(self.id);
+            let c = self.connection;
+            c.inbox
+                .step_down(self.id, |line| handle_line(&c.shared, &c.out, line, None));
         }
         if !self.armed {
             return;

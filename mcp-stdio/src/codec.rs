@@ -167,25 +167,11 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
         cx: &mut Context<'_>,
     ) -> Poll<Result<Option<Range<usize>>, ReadError>> {
         loop {
-            let unscanned = &self.buf[self.scanned..self.end];
-            if let Some(i) = unscanned.iter().position(|&b| b == b'\n') {
-                let newline = self.scanned + i;
-                if newline + 1 - self.start > self.limit {
-                    return Poll::Ready(Err(ReadError::TooLong));
-                }
-                let from = self.start;
-                self.start = newline + 1;
-                self.scanned = self.start;
-                return Poll::Ready(Ok(Some(from..newline)));
+            if let Some(line) = self.buffered() {
+                return Poll::Ready(line.map(Some));
             }
-            self.scanned = self.end;
             let pending = self.end - self.start;
-            // Even its newline would not fit.
-            if pending >= self.limit {
-                return Poll::Ready(Err(ReadError::TooLong));
-            }
-            self.make_room();
-            let room = (self.buf.len() - self.end).min(self.limit - pending);
+            let room = self.room();
             let mut read = ReadBuf::new(&mut self.buf[self.end..self.end + room]);
             ready!(Pin::new(&mut self.inner).poll_read(cx, &mut read)).map_err(ReadError::Io)?;
             let n = read.filled().len();
@@ -198,11 +184,65 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
                 self.scanned = self.start;
                 return Poll::Ready(Ok(Some(from..self.end)));
             }
-            self.end += n;
-            if n == room && self.want < MOST_READ {
-                // Reads fill the buffer: the next one may take more at once.
-                self.want *= 2;
+            self.filled(n, room);
+        }
+    }
+
+    /// The next line if it can be had without waiting: from the buffer, or
+    /// from what `read_now` (a read that never blocks) gives at once.
+    /// `None` for anything else (nothing there yet, end of file, an error,
+    /// a line past the bound), which [`LineReader::poll_line`] then reports.
+    pub(crate) fn line_now(
+        &mut self,
+        mut read_now: impl FnMut(&mut [u8]) -> io::Result<usize>,
+    ) -> Option<Range<usize>> {
+        loop {
+            if let Some(line) = self.buffered() {
+                return line.ok();
             }
+            let room = self.room();
+            match read_now(&mut self.buf[self.end..self.end + room]) {
+                Ok(0) | Err(_) => return None,
+                Ok(n) => self.filled(n, room),
+            }
+        }
+    }
+
+    /// The next whole line in the buffer, or the bound's error; `None` when
+    /// more must be read (after which there is room for it).
+    fn buffered(&mut self) -> Option<Result<Range<usize>, ReadError>> {
+        let unscanned = &self.buf[self.scanned..self.end];
+        if let Some(i) = unscanned.iter().position(|&b| b == b'\n') {
+            let newline = self.scanned + i;
+            if newline + 1 - self.start > self.limit {
+                return Some(Err(ReadError::TooLong));
+            }
+            let from = self.start;
+            self.start = newline + 1;
+            self.scanned = self.start;
+            return Some(Ok(from..newline));
+        }
+        self.scanned = self.end;
+        // Even its newline would not fit.
+        if self.end - self.start >= self.limit {
+            return Some(Err(ReadError::TooLong));
+        }
+        self.make_room();
+        None
+    }
+
+    /// How much the next read may take: what the buffer has room for, and
+    /// no more than the line's bound allows.
+    fn room(&self) -> usize {
+        (self.buf.len() - self.end).min(self.limit - (self.end - self.start))
+    }
+
+    /// `n` bytes were read into a room of `room`.
+    fn filled(&mut self, n: usize, room: usize) {
+        self.end += n;
+        if n == room && self.want < MOST_READ {
+            // Reads fill the buffer: the next one may take more at once.
+            self.want *= 2;
         }
     }
 

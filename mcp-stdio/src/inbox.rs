@@ -12,15 +12,29 @@
 //!
 //! Someone must read the pipe at all times, also when no request is
 //! pending: the server may leave, ask us something, or log. That is the
-//! reader task, whenever no caller leads. The pipe wakes only the last one
+//! reader task, whenever no caller leads.
+//!
+//! Before it waits at all, a caller whose request was just written may read
+//! *now* ([`Inbox::read_now`]): a server on the same CPU has often answered
+//! by the time the write returns, and a read straight from the pipe then
+//! saves the wait on the event loop (an `epoll_wait` and a poll of the
+//! runtime), which the event loop would only report after the fact. Such a
+//! read goes around tokio's readiness and registers no waker, so whoever
+//! waits on the pipe still does: at worst the event loop later reports
+//! bytes that are gone, and the next read finds none. The pipe wakes only the last one
 //! who polled it, so the two never both wait on it; a leader that stops
 //! waiting (answered, failed, or dropped) hands reading back to the reader
-//! task by waking it. How reading ended (end of file, a broken pipe, a line
+//! task by polling the pipe once more with the reader task's waker, as the
+//! reader task itself would: it is not woken, so a call that follows
+//! another costs no poll of it. How reading ended (end of file, a broken pipe, a line
 //! past the bound, a message that breaks the protocol) is reported by the
 //! reader task alone, whoever saw it, since reporting it waits for the
 //! process (`client.rs`).
 
-use std::sync::{Mutex, MutexGuard};
+use std::fs::File;
+use std::io::Read;
+use std::os::fd::AsFd;
+use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::task::{Context, Poll, Waker};
 
 use tokio::process::ChildStdout;
@@ -61,6 +75,9 @@ pub(crate) struct Inbox {
 #[derive(Debug)]
 struct State {
     lines: LineReader<ChildStdout>,
+    /// The same pipe (a duplicate of its descriptor, non-blocking as the
+    /// runtime made it), read around the runtime's readiness.
+    now: File,
     /// The request whose caller reads, if one does; otherwise the reader
     /// task does.
     leader: Option<u64>,
@@ -73,16 +90,20 @@ struct State {
 }
 
 impl Inbox {
-    pub(crate) fn new(stdout: ChildStdout, max_line: usize) -> Inbox {
-        Inbox {
+    /// # Errors
+    /// When the pipe's descriptor cannot be duplicated.
+    pub(crate) fn new(stdout: ChildStdout, max_line: usize) -> std::io::Result<Inbox> {
+        let now = File::from(stdout.as_fd().try_clone_to_owned()?);
+        Ok(Inbox {
             state: Mutex::new(State {
                 lines: LineReader::new(stdout, max_line),
+                now,
                 leader: None,
                 reader_task: None,
                 ended: false,
                 end: None,
             }),
-        }
+        })
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -104,9 +125,10 @@ impl Inbox {
             return None;
         }
         state.leader = Some(me);
-        let mine = state.pump(cx, handle);
+        let mut handle = handle;
+        let mine = state.pump(cx, &mut handle);
         if mine.is_some() || state.ended {
-            let reader_task = state.hand_back(me);
+            let reader_task = state.hand_back(me, &mut handle);
             drop(state);
             if let Some(waker) = reader_task {
                 waker.wake();
@@ -115,10 +137,39 @@ impl Inbox {
         mine
     }
 
+    /// Reads what the pipe holds now, without waiting and without taking a
+    /// turn at reading (see the module's doc), handing each line to
+    /// `handle`; returns what `handle` called the reader's. Nothing when
+    /// someone else is reading at this moment: they hand the lines out.
+    pub(crate) fn read_now<T>(&self, mut handle: impl FnMut(&[u8]) -> Flow<T>) -> Option<T> {
+        let mut state = match self.state.try_lock() {
+            Ok(state) => state,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) => return None,
+        };
+        let state = &mut *state;
+        while !state.ended {
+            let file = &state.now;
+            let at = state.lines.line_now(|buf| (&*file).read(buf))?;
+            match handle(state.lines.line(at)) {
+                Flow::Go => {}
+                Flow::Mine(answer) => return Some(answer),
+                Flow::Stop(failure) => {
+                    state.ended = true;
+                    state.end = Some(End::Broken(failure));
+                    if let Some(waker) = &state.reader_task {
+                        waker.wake_by_ref();
+                    }
+                }
+            }
+        }
+        None
+    }
+
     /// The caller of request `me` stops waiting: if it led, reading is the
-    /// reader task's again.
-    pub(crate) fn step_down(&self, me: u64) {
-        let reader_task = self.lock().hand_back(me);
+    /// reader task's again. Lines read meanwhile go to `handle`.
+    pub(crate) fn step_down<T>(&self, me: u64, mut handle: impl FnMut(&[u8]) -> Flow<T>) {
+        let reader_task = self.lock().hand_back(me, &mut handle);
         if let Some(waker) = reader_task {
             waker.wake();
         }
@@ -137,7 +188,8 @@ impl Inbox {
             _ => state.reader_task = Some(cx.waker().clone()),
         }
         if !state.ended && state.leader.is_none() {
-            state.pump(cx, handle);
+            let mut handle = handle;
+            state.pump(cx, &mut handle);
         }
         match state.end.take() {
             Some(end) => Poll::Ready(end),
@@ -147,23 +199,20 @@ impl Inbox {
 }
 
 impl State {
-    /// Reads and hands out lines until the pipe is empty (`cx` is then
-    /// registered with it) or reading ends.
+    /// Reads and hands out lines until the reader's own answer comes (the
+    /// lines after it are left for the hand-back), the pipe is empty (`cx`
+    /// is then registered with it), or reading ends.
     fn pump<T>(
         &mut self,
         cx: &mut Context<'_>,
-        mut handle: impl FnMut(&[u8]) -> Flow<T>,
+        handle: &mut impl FnMut(&[u8]) -> Flow<T>,
     ) -> Option<T> {
-        let mut mine = None;
         loop {
             let end = match self.lines.poll_line(cx) {
-                Poll::Pending => return mine,
+                Poll::Pending => return None,
                 Poll::Ready(Ok(Some(at))) => match handle(self.lines.line(at)) {
                     Flow::Go => continue,
-                    Flow::Mine(answer) => {
-                        mine = Some(answer);
-                        continue;
-                    }
+                    Flow::Mine(answer) => return Some(answer),
                     Flow::Stop(failure) => End::Broken(failure),
                 },
                 Poll::Ready(Ok(None)) => End::Closed,
@@ -172,17 +221,28 @@ impl State {
             };
             self.ended = true;
             self.end = Some(end);
-            return mine;
+            return None;
         }
     }
 
-    /// If `me` leads, reading is the reader task's again (and reporting the
-    /// end, if reading ended): the waker to wake once the lock is let go.
-    fn hand_back(&mut self, me: u64) -> Option<Waker> {
+    /// If `me` leads, reading is the reader task's again: the pipe is
+    /// polled with its waker, as its own poll would (a reader task not yet
+    /// polled reads at its first poll). The waker to wake once the lock is
+    /// let go, when reading ended and the reader task must report it.
+    fn hand_back<T>(
+        &mut self,
+        me: u64,
+        handle: &mut impl FnMut(&[u8]) -> Flow<T>,
+    ) -> Option<Waker> {
         if self.leader != Some(me) {
             return None;
         }
         self.leader = None;
-        self.reader_task.take()
+        let reader_task = self.reader_task.clone()?;
+        if !self.ended {
+            // Nothing here is `me`'s any more: its waiter is gone.
+            let _ = self.pump(&mut Context::from_waker(&reader_task), handle);
+        }
+        self.ended.then_some(reader_task)
     }
 }
