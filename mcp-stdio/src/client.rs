@@ -56,6 +56,11 @@ struct Waiter {
 #[derive(Debug, Default)]
 struct Shared {
     pending: BTreeMap<u64, Waiter>,
+    /// Answers the reader sent whose callers have not taken them yet. Those
+    /// callers are about to send again, so a request sent meanwhile is not
+    /// alone, even when `pending` holds nothing else: it queues behind
+    /// theirs rather than writing, reading at once, or leading.
+    unclaimed: usize,
     failure: Option<Failure>,
     stats: Stats,
 }
@@ -139,7 +144,7 @@ impl Connection {
                 return Err(failure.clone());
             }
             shared.pending.insert(id, Waiter { tx, deadline });
-            shared.pending.len() > 1
+            shared.pending.len() > 1 || shared.unclaimed > 0
         };
         let mut guard = Pending {
             id,
@@ -209,6 +214,9 @@ impl Connection {
         })
         .await;
         guard.armed = false;
+        if rx.is_some() {
+            claimed(&self.shared);
+        }
         // A dropped sender means the connection ended without a word.
         answer.unwrap_or_else(|_| Err(self.failure().unwrap_or(Failure::ShutDown)))
     }
@@ -288,6 +296,12 @@ fn send(shared: &Mutex<Shared>, out: &Outbox, line: &[u8], deferred: bool) -> bo
             false
         }
     }
+}
+
+/// An answer the reader sent was taken (or will never be).
+fn claimed(shared: &Mutex<Shared>) {
+    let mut shared = lock(shared);
+    shared.unclaimed = shared.unclaimed.saturating_sub(1);
 }
 
 fn fail(shared: &Mutex<Shared>, failure: Failure) {
@@ -381,10 +395,16 @@ impl Drop for Pending<'_> {
         if !self.armed {
             return;
         }
-        let removed = lock(&self.connection.shared)
-            .pending
-            .remove(&self.id)
-            .is_some();
+        let removed = {
+            let mut shared = lock(&self.connection.shared);
+            let removed = shared.pending.remove(&self.id).is_some();
+            if !removed && shared.failure.is_none() {
+                // Its answer was sent (a failure would have been recorded):
+                // nobody takes it now.
+                shared.unclaimed = shared.unclaimed.saturating_sub(1);
+            }
+            removed
+        };
         if removed {
             let line = cancelled(self.id, "the client stopped waiting");
             send(&self.connection.shared, &self.connection.out, &line, false);
@@ -439,19 +459,24 @@ fn handle_line(
         }
         Incoming::Response { id, outcome } => {
             let id = id.as_u64();
+            let mine = id.is_some() && id == me;
             let waiter = {
                 let mut shared = lock(shared);
                 let waiter = id.and_then(|id| shared.pending.remove(&id));
-                if waiter.is_none() {
-                    shared.stats.stray_answers += 1;
+                match waiter {
+                    None => shared.stats.stray_answers += 1,
+                    Some(_) if !mine => shared.unclaimed += 1,
+                    Some(_) => {}
                 }
                 waiter
             };
             if let Some(waiter) = waiter {
                 let answer = outcome.map_err(|(code, message)| Failure::Rejected { code, message });
-                if id.is_some() && id == me {
+                if mine {
                     return Flow::Mine((answer, waiter.tx));
                 }
+                // Sent to a caller that stopped waiting meanwhile, it is
+                // unclaimed no more: its `Pending` counted that.
                 let _ = waiter.tx.send(answer);
             }
         }
@@ -512,5 +537,96 @@ async fn crashed(process: &Weak<ServerProcess>, what: &str) -> Failure {
     match status {
         Some(status) => Failure::Crashed(status.to_string()),
         None => Failure::Crashed(format!("it {what} but is still running")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ServerConfig;
+
+    /// A server answering every request, in order, with an empty result.
+    fn answering_server() -> ServerConfig {
+        ServerConfig::new([
+            "sed",
+            "-u",
+            r#"s/.*"id":\([0-9]*\).*/{"jsonrpc":"2.0","id":\1,"result":{}}/"#,
+        ])
+    }
+
+    async fn connection() -> (Connection, Arc<ServerProcess>) {
+        let (process, pipes) =
+            ServerProcess::spawn("t", &answering_server(), std::path::Path::new("/"))
+                .unwrap_or_else(|f| panic!("sed starts: {f:?}"));
+        let process = Arc::new(process);
+        let mut c = Connection::start(pipes, Arc::clone(&process), Duration::from_secs(20), 4096)
+            .expect("the pipes are usable");
+        // Every answer goes through the reader task and a caller's channel.
+        c.leads = false;
+        c.skip_reads_now = AtomicU32::new(u32::MAX);
+        (c, process)
+    }
+
+    fn unclaimed(c: &Connection) -> usize {
+        lock(&c.shared).unclaimed
+    }
+
+    async fn until(what: &str, done: impl Fn() -> bool) {
+        for _ in 0..1000 {
+            if done() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("{what}: not within 10 s");
+    }
+
+    /// An answer the reader task sent counts as unclaimed until its caller
+    /// takes it, or stops waiting for it; a request sent meanwhile is then
+    /// not alone. Every way out brings the count back, or lone calls would
+    /// lose reading at once for the rest of the connection.
+    #[tokio::test]
+    async fn answers_sent_to_callers_count_until_they_are_taken() {
+        let (c, process) = connection().await;
+        let params = json!({});
+
+        // Sent, not yet taken: counted, and the next request is not alone.
+        let mut first = Box::pin(c.request("x", &params));
+        assert!(futures_poll_once(first.as_mut()).await.is_none());
+        until("the answer is sent", || unclaimed(&c) == 1).await;
+        assert!(lock(&c.shared).pending.is_empty());
+        first.await.expect("answered");
+        assert_eq!(unclaimed(&c), 0, "taken");
+
+        // Sent, then its caller stops waiting: no longer counted.
+        let mut dropped = Box::pin(c.request("x", &params));
+        assert!(futures_poll_once(dropped.as_mut()).await.is_none());
+        until("the answer is sent", || unclaimed(&c) == 1).await;
+        drop(dropped);
+        assert_eq!(unclaimed(&c), 0, "dropped after it was sent");
+
+        // Many in flight, in rounds: every answer taken.
+        for _ in 0..20 {
+            let calls: Vec<_> = (0..8).map(|_| Box::pin(c.request("x", &params))).collect();
+            for call in calls {
+                call.await.expect("answered");
+            }
+        }
+        assert_eq!(unclaimed(&c), 0, "after rounds of 8 in flight");
+        c.close();
+        process
+            .stop(Duration::from_secs(1), Duration::from_secs(1))
+            .await;
+    }
+
+    /// Polls `f` once: its output if it is ready.
+    async fn futures_poll_once<F: Future + Unpin>(mut f: F) -> Option<F::Output> {
+        poll_fn(|cx| {
+            Poll::Ready(match Pin::new(&mut f).poll(cx) {
+                Poll::Ready(v) => Some(v),
+                Poll::Pending => None,
+            })
+        })
+        .await
     }
 }
