@@ -56,11 +56,9 @@ struct Waiter {
 #[derive(Debug, Default)]
 struct Shared {
     pending: BTreeMap<u64, Waiter>,
-    /// Answers the reader sent whose callers have not taken them yet. Those
-    /// callers are about to send again, so a request sent meanwhile is not
-    /// alone, even when `pending` holds nothing else: it queues behind
-    /// theirs rather than writing, reading at once, or leading.
-    unclaimed: usize,
+    /// The last request was sent with others in flight (see
+    /// [`Connection::request`]).
+    crowded: bool,
     failure: Option<Failure>,
     stats: Stats,
 }
@@ -144,7 +142,14 @@ impl Connection {
                 return Err(failure.clone());
             }
             shared.pending.insert(id, Waiter { tx, deadline });
-            shared.pending.len() > 1 || shared.unclaimed > 0
+            // Alone is a request with nothing else in flight that also
+            // follows one that was alone: calls in flight are answered in
+            // batches, and their callers all take their answers before any
+            // sends again, so the first of the next batch finds nothing in
+            // flight; it must still queue its line for the others to join,
+            // not write it, read at once and lead as a lone call does.
+            let crowded = shared.pending.len() > 1;
+            std::mem::replace(&mut shared.crowded, crowded) || crowded
         };
         let mut guard = Pending {
             id,
@@ -214,9 +219,6 @@ impl Connection {
         })
         .await;
         guard.armed = false;
-        if rx.is_some() {
-            claimed(&self.shared);
-        }
         // A dropped sender means the connection ended without a word.
         answer.unwrap_or_else(|_| Err(self.failure().unwrap_or(Failure::ShutDown)))
     }
@@ -296,12 +298,6 @@ fn send(shared: &Mutex<Shared>, out: &Outbox, line: &[u8], deferred: bool) -> bo
             false
         }
     }
-}
-
-/// An answer the reader sent was taken (or will never be).
-fn claimed(shared: &Mutex<Shared>) {
-    let mut shared = lock(shared);
-    shared.unclaimed = shared.unclaimed.saturating_sub(1);
 }
 
 fn fail(shared: &Mutex<Shared>, failure: Failure) {
@@ -395,16 +391,10 @@ impl Drop for Pending<'_> {
         if !self.armed {
             return;
         }
-        let removed = {
-            let mut shared = lock(&self.connection.shared);
-            let removed = shared.pending.remove(&self.id).is_some();
-            if !removed && shared.failure.is_none() {
-                // Its answer was sent (a failure would have been recorded):
-                // nobody takes it now.
-                shared.unclaimed = shared.unclaimed.saturating_sub(1);
-            }
-            removed
-        };
+        let removed = lock(&self.connection.shared)
+            .pending
+            .remove(&self.id)
+            .is_some();
         if removed {
             let line = cancelled(self.id, "the client stopped waiting");
             send(&self.connection.shared, &self.connection.out, &line, false);
@@ -459,24 +449,19 @@ fn handle_line(
         }
         Incoming::Response { id, outcome } => {
             let id = id.as_u64();
-            let mine = id.is_some() && id == me;
             let waiter = {
                 let mut shared = lock(shared);
                 let waiter = id.and_then(|id| shared.pending.remove(&id));
-                match waiter {
-                    None => shared.stats.stray_answers += 1,
-                    Some(_) if !mine => shared.unclaimed += 1,
-                    Some(_) => {}
+                if waiter.is_none() {
+                    shared.stats.stray_answers += 1;
                 }
                 waiter
             };
             if let Some(waiter) = waiter {
                 let answer = outcome.map_err(|(code, message)| Failure::Rejected { code, message });
-                if mine {
+                if id.is_some() && id == me {
                     return Flow::Mine((answer, waiter.tx));
                 }
-                // Sent to a caller that stopped waiting meanwhile, it is
-                // unclaimed no more: its `Pending` counted that.
                 let _ = waiter.tx.send(answer);
             }
         }
@@ -554,79 +539,43 @@ mod tests {
         ])
     }
 
-    async fn connection() -> (Connection, Arc<ServerProcess>) {
+    /// Whether the next request counts as alone: only a lone call reads at
+    /// once, and so consults (and counts down) `skip_reads_now`.
+    async fn sent_alone(c: &Connection) -> bool {
+        c.skip_reads_now.store(5, Ordering::Relaxed);
+        c.request("x", &json!({})).await.expect("answered");
+        c.skip_reads_now.load(Ordering::Relaxed) == 4
+    }
+
+    /// A lone call is one with nothing else in flight that follows another
+    /// such: the first request after a batch of calls in flight finds
+    /// nothing in flight (their callers took their answers first), yet it
+    /// is the first of the next batch.
+    #[tokio::test]
+    async fn the_first_request_after_calls_in_flight_is_not_alone() {
         let (process, pipes) =
             ServerProcess::spawn("t", &answering_server(), std::path::Path::new("/"))
                 .unwrap_or_else(|f| panic!("sed starts: {f:?}"));
         let process = Arc::new(process);
-        let mut c = Connection::start(pipes, Arc::clone(&process), Duration::from_secs(20), 4096)
+        let c = Connection::start(pipes, Arc::clone(&process), Duration::from_secs(20), 4096)
             .expect("the pipes are usable");
-        // Every answer goes through the reader task and a caller's channel.
-        c.leads = false;
-        c.skip_reads_now = AtomicU32::new(u32::MAX);
-        (c, process)
-    }
-
-    fn unclaimed(c: &Connection) -> usize {
-        lock(&c.shared).unclaimed
-    }
-
-    async fn until(what: &str, done: impl Fn() -> bool) {
-        for _ in 0..1000 {
-            if done() {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
+        let p = json!({});
+        assert!(sent_alone(&c).await, "the first call");
+        assert!(sent_alone(&c).await, "a call after a lone one");
+        let answers = tokio::join!(
+            c.request("x", &p),
+            c.request("x", &p),
+            c.request("x", &p),
+            c.request("x", &p),
+        );
+        for answer in [answers.0, answers.1, answers.2, answers.3] {
+            answer.expect("answered");
         }
-        panic!("{what}: not within 10 s");
-    }
-
-    /// An answer the reader task sent counts as unclaimed until its caller
-    /// takes it, or stops waiting for it; a request sent meanwhile is then
-    /// not alone. Every way out brings the count back, or lone calls would
-    /// lose reading at once for the rest of the connection.
-    #[tokio::test]
-    async fn answers_sent_to_callers_count_until_they_are_taken() {
-        let (c, process) = connection().await;
-        let params = json!({});
-
-        // Sent, not yet taken: counted, and the next request is not alone.
-        let mut first = Box::pin(c.request("x", &params));
-        assert!(futures_poll_once(first.as_mut()).await.is_none());
-        until("the answer is sent", || unclaimed(&c) == 1).await;
-        assert!(lock(&c.shared).pending.is_empty());
-        first.await.expect("answered");
-        assert_eq!(unclaimed(&c), 0, "taken");
-
-        // Sent, then its caller stops waiting: no longer counted.
-        let mut dropped = Box::pin(c.request("x", &params));
-        assert!(futures_poll_once(dropped.as_mut()).await.is_none());
-        until("the answer is sent", || unclaimed(&c) == 1).await;
-        drop(dropped);
-        assert_eq!(unclaimed(&c), 0, "dropped after it was sent");
-
-        // Many in flight, in rounds: every answer taken.
-        for _ in 0..20 {
-            let calls: Vec<_> = (0..8).map(|_| Box::pin(c.request("x", &params))).collect();
-            for call in calls {
-                call.await.expect("answered");
-            }
-        }
-        assert_eq!(unclaimed(&c), 0, "after rounds of 8 in flight");
+        assert!(!sent_alone(&c).await, "the first call after four in flight");
+        assert!(sent_alone(&c).await, "the next one");
         c.close();
         process
             .stop(Duration::from_secs(1), Duration::from_secs(1))
             .await;
-    }
-
-    /// Polls `f` once: its output if it is ready.
-    async fn futures_poll_once<F: Future + Unpin>(mut f: F) -> Option<F::Output> {
-        poll_fn(|cx| {
-            Poll::Ready(match Pin::new(&mut f).poll(cx) {
-                Poll::Ready(v) => Some(v),
-                Poll::Pending => None,
-            })
-        })
-        .await
     }
 }
