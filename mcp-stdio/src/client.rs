@@ -69,9 +69,6 @@ pub(crate) struct Connection {
     shared: Arc<Mutex<Shared>>,
     out: Outbox,
     inbox: Arc<Inbox>,
-    /// Callers read the server's stdout themselves ([`leads_here`] when the
-    /// connection started: where it starts is where it is called from).
-    leads: bool,
     /// Requests left to send before the next read at once after one that
     /// found nothing ([`MISSED`]).
     skip_reads_now: AtomicU32,
@@ -116,7 +113,6 @@ impl Connection {
             shared,
             out,
             inbox,
-            leads: leads_here(),
             skip_reads_now: AtomicU32::new(0),
             next_id: AtomicU64::new(1),
             timeout,
@@ -195,8 +191,11 @@ impl Connection {
         // dropping the sender wakes nobody.
         // A lone call only: with others in flight, their callers would all
         // take turns at reading, each turn a poll of the pipe, where one
-        // reader task reading for all of them is cheaper.
-        let leads = self.leads && !others_in_flight;
+        // reader task reading for all of them is cheaper. On either runtime:
+        // on a multi-thread one the pipe's readiness wakes a worker either
+        // way, but a leader is then woken by it without the reader task's
+        // poll and channel in between.
+        let leads = !others_in_flight;
         let mut rx = Some(rx);
         let answer = poll_fn(|cx| {
             if leads {
@@ -271,15 +270,6 @@ impl Connection {
 /// one: what a server that never answers that fast costs is then one
 /// needless `read` in this many requests.
 const MISSED: u32 = 16;
-
-/// Whether a caller here reads the server's stdout itself while it waits
-/// (`inbox.rs`): on a current-thread runtime. On a multi-thread one the
-/// pipe's wake comes from a worker thread either way, and handing reading
-/// back to the reader task after each call would wake a worker.
-fn leads_here() -> bool {
-    tokio::runtime::Handle::try_current()
-        .is_ok_and(|rt| rt.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread)
-}
 
 /// Sends `line`, failing the connection when the server leaves too much of
 /// what we send unread. True when the sender owes the outbox a flush (see

@@ -1,10 +1,12 @@
 //! The way from the server's stdout: read by the connection's reader task,
-//! or, on a current-thread runtime, by the caller waiting for an answer.
+//! or by the caller of a lone call, waiting for its answer.
 //!
-//! A lone call on a current-thread runtime paid for a hand-off: the reader
-//! task was woken by the pipe, read the answer, and woke the caller through
-//! a channel, after which the runtime polled its event loop once more
-//! before polling the caller (a system call). A caller that reads the pipe
+//! A lone call paid for a hand-off: the reader task was woken by the pipe,
+//! read the answer, and woke the caller through a channel. On a
+//! current-thread runtime the runtime then polled its event loop once more
+//! before polling the caller (a system call); on a multi-thread one the
+//! reader task's poll and the channel came between the worker that saw the
+//! pipe ready and the caller's thread. A caller that reads the pipe
 //! itself needs none of that, which is what a hand-written async client
 //! does. So a caller waiting for its answer may *lead*: it reads every line
 //! there is, hands each to whom it is for, and keeps its own; while it

@@ -1,4 +1,4 @@
-//! On a current-thread runtime a caller reads the server's stdout itself
+//! The caller of a lone call reads the server's stdout itself
 //! while it waits for its answer (`mcp-stdio/src/inbox.rs`). When it stops
 //! waiting, answered or dropped, reading must go back to the reader task:
 //! otherwise what the server sends while no call is in flight, and the
@@ -36,6 +36,15 @@ fn sleep_call(ms: u64) -> CallRequest {
 
 #[tokio::test]
 async fn after_a_lone_call_what_the_server_sends_while_idle_is_still_read() {
+    after_a_lone_call_what_the_server_sends_while_idle_is_still_read_body().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_lone_call_what_the_server_sends_while_idle_is_still_read_multi_thread() {
+    after_a_lone_call_what_the_server_sends_while_idle_is_still_read_body().await;
+}
+
+async fn after_a_lone_call_what_the_server_sends_while_idle_is_still_read_body() {
     let dir = tempfile::tempdir().expect("tempdir");
     let script = dir.path().join("script.json");
     let idle = json!([
@@ -68,6 +77,15 @@ async fn after_a_lone_call_what_the_server_sends_while_idle_is_still_read() {
 
 #[tokio::test]
 async fn a_caller_dropped_while_it_reads_hands_reading_back() {
+    a_caller_dropped_while_it_reads_hands_reading_back_body().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_dropped_while_it_reads_hands_reading_back_multi_thread() {
+    a_caller_dropped_while_it_reads_hands_reading_back_body().await;
+}
+
+async fn a_caller_dropped_while_it_reads_hands_reading_back_body() {
     let p = Arc::new(
         McpProvider::start(
             "fx",
