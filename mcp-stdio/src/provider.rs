@@ -145,9 +145,15 @@ impl McpProvider {
                 Ok(provider)
             }
             Err(failure) => {
-                let error = provider.error(failure, "");
+                // Stopped first, so that the error carries what the server
+                // wrote on stderr before the answer that failed the start,
+                // however far its drain had got when the answer came.
                 let _ = provider.shutdown().await;
-                Err(error)
+                provider
+                    .process
+                    .stderr_settled(Duration::from_millis(500))
+                    .await;
+                Err(failure.into_error(id, "", provider.process.stderr_tail()))
             }
         }
     }

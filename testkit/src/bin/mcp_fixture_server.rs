@@ -221,7 +221,9 @@ struct Server {
 
 fn main() {
     let o = parse();
-    eprintln!("fixture: pid {}", std::process::id());
+    // In one write (`eprintln!` makes one per piece): whoever reads stderr
+    // sees the whole line or none of it, never "fixture: pid " alone.
+    let _ = io::stderr().write_all(format!("fixture: pid {}\n", std::process::id()).as_bytes());
     if let Some(file) = &o.escaping_grandchild {
         escape(file);
     }
