@@ -14,7 +14,15 @@
 //!
 //! Someone must read the pipe at all times, also when no request is
 //! pending: the server may leave, ask us something, or log. That is the
-//! reader task, whenever no caller leads.
+//! reader task, whenever no caller leads. The pipe wakes only the last one
+//! who polled it, so the two never both wait on it; a leader that stops
+//! waiting (answered, failed, or dropped) hands reading back to the reader
+//! task by polling the pipe once more with the reader task's waker, as the
+//! reader task itself would: it is not woken, so a call that follows
+//! another costs no poll of it. How reading ended (end of file, a broken
+//! pipe, a line past the bound, a message that breaks the protocol) is
+//! reported by the reader task alone, whoever saw it, since reporting it
+//! waits for the process (`client.rs`).
 //!
 //! Before it waits at all, a caller whose request was just written may read
 //! *now* ([`Inbox::read_now`]): a server on the same CPU has often answered
@@ -23,15 +31,9 @@
 //! runtime), which the event loop would only report after the fact. Such a
 //! read goes around tokio's readiness and registers no waker, so whoever
 //! waits on the pipe still does: at worst the event loop later reports
-//! bytes that are gone, and the next read finds none. The pipe wakes only the last one
-//! who polled it, so the two never both wait on it; a leader that stops
-//! waiting (answered, failed, or dropped) hands reading back to the reader
-//! task by polling the pipe once more with the reader task's waker, as the
-//! reader task itself would: it is not woken, so a call that follows
-//! another costs no poll of it. How reading ended (end of file, a broken pipe, a line
-//! past the bound, a message that breaks the protocol) is reported by the
-//! reader task alone, whoever saw it, since reporting it waits for the
-//! process (`client.rs`).
+//! bytes that are gone, and the next read finds none. Lines it leaves in
+//! the buffer came with a write the event loop still reports to whoever
+//! waits (or has, to one not yet polled), who finds them there first.
 
 use std::fs::File;
 use std::io::Read;
@@ -120,14 +122,13 @@ impl Inbox {
         &self,
         me: u64,
         cx: &mut Context<'_>,
-        handle: impl FnMut(&[u8]) -> Flow<T>,
+        mut handle: impl FnMut(&[u8]) -> Flow<T>,
     ) -> Option<T> {
         let mut state = self.lock();
         if state.ended {
             return None;
         }
         state.leader = Some(me);
-        let mut handle = handle;
         let mine = state.pump(cx, &mut handle);
         if mine.is_some() || state.ended {
             let reader_task = state.hand_back(me, &mut handle);
@@ -182,7 +183,7 @@ impl Inbox {
     pub(crate) fn poll_reader_task<T>(
         &self,
         cx: &mut Context<'_>,
-        handle: impl FnMut(&[u8]) -> Flow<T>,
+        mut handle: impl FnMut(&[u8]) -> Flow<T>,
     ) -> Poll<End> {
         let mut state = self.lock();
         match &state.reader_task {
@@ -190,7 +191,6 @@ impl Inbox {
             _ => state.reader_task = Some(cx.waker().clone()),
         }
         if !state.ended && state.leader.is_none() {
-            let mut handle = handle;
             state.pump(cx, &mut handle);
         }
         match state.end.take() {

@@ -147,7 +147,9 @@ impl McpProvider {
             Err(failure) => {
                 // Stopped first, so that the error carries what the server
                 // wrote on stderr before the answer that failed the start,
-                // however far its drain had got when the answer came.
+                // however far its drain had got when the answer came. Built
+                // from the failure itself: `error` would now call it a
+                // shutdown.
                 let _ = provider.shutdown().await;
                 provider
                     .process
