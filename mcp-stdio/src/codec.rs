@@ -2,7 +2,6 @@
 //!
 //! Its unit tests take it past 400 lines; the code is about 330.
 
-use std::borrow::Cow;
 use std::io;
 use std::ops::Range;
 use std::pin::Pin;
@@ -286,8 +285,8 @@ fn without_cr(line: &[u8]) -> &[u8] {
 /// the message's top-level map on every answer.
 #[derive(Deserialize)]
 struct Envelope<'a> {
-    #[serde(borrow, default)]
-    jsonrpc: Option<Cow<'a, str>>,
+    #[serde(default)]
+    jsonrpc: Option<Version>,
     #[serde(default, deserialize_with = "present")]
     id: Option<Value>,
     #[serde(default, deserialize_with = "present")]
@@ -296,6 +295,26 @@ struct Envelope<'a> {
     result: Option<&'a RawValue>,
     #[serde(default, deserialize_with = "present")]
     error: Option<Value>,
+}
+
+/// Whether `jsonrpc` is the string `"2.0"`, read without keeping (or, for a
+/// string with escapes, copying) the string.
+struct Version(bool);
+
+impl<'de> Deserialize<'de> for Version {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Is20;
+        impl serde::de::Visitor<'_> for Is20 {
+            type Value = Version;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Version, E> {
+                Ok(Version(v == "2.0"))
+            }
+        }
+        d.deserialize_str(Is20)
+    }
 }
 
 /// A member that is present is `Some`, even when it is `null`.
@@ -310,17 +329,22 @@ fn present_raw<'de: 'a, 'a, D: Deserializer<'de>>(d: D) -> Result<Option<&'a Raw
 
 /// Classifies one line.
 pub(crate) fn decode(line: &[u8]) -> Incoming {
+    // JSON text is UTF-8 (RFC 8259): checked once here, so that the parse
+    // below checks no string again, nor the result it keeps as text.
+    let Ok(line) = std::str::from_utf8(line) else {
+        return Incoming::Junk;
+    };
     // Checked first: a derived struct would also read itself from an array.
-    if line.trim_ascii_start().starts_with(b"[") {
-        return match serde_json::from_slice::<IgnoredAny>(line) {
+    if line.trim_ascii_start().starts_with('[') {
+        return match serde_json::from_str::<IgnoredAny>(line) {
             Ok(_) => Incoming::Batch,
             Err(_) => Incoming::Junk,
         };
     }
-    let Ok(message) = serde_json::from_slice::<Envelope<'_>>(line) else {
+    let Ok(message) = serde_json::from_str::<Envelope<'_>>(line) else {
         return Incoming::Junk;
     };
-    if message.jsonrpc.as_deref() != Some("2.0") {
+    if !matches!(message.jsonrpc, Some(Version(true))) {
         return Incoming::Junk;
     }
     let id = message.id.filter(|id| id.is_string() || id.is_number());
@@ -523,10 +547,22 @@ mod tests {
                 Incoming::Junk,
             ),
             ("", Incoming::Junk),
+            (
+                r#"{"jsonrpc":"2\u002e0","id":4,"result":{}}"#,
+                Incoming::Response {
+                    id: json!(4),
+                    outcome: Ok(Raw::of("{}")),
+                },
+            ),
+            (r#"{"jsonrpc":null,"id":1,"result":{}}"#, Incoming::Junk),
         ];
         for (line, want) in cases {
             assert_eq!(decode(line.as_bytes()), want, "{line}");
         }
+        // JSON text is UTF-8: a line that is not is no message, wherever
+        // the stray byte is.
+        let stray = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{},\"x\":\"\xff\"}";
+        assert_eq!(decode(stray), Incoming::Junk);
     }
 
     #[test]
