@@ -193,6 +193,8 @@ mod tests {
             r#"{"content":[{"type":"resource","resource":{"uri":"mem://t","text":"body","blob":"AAE="}}]}"#,
             r#"{"content":[{"type":"resource","resource":{"uri":"mem://b","blob":"AAE=","text":null}}]}"#,
             r#"{"content":[{"type":"hologram","data":"?"}]}"#,
+            // A type with escapes is read unborrowed, and still matches.
+            r#"{"content":[{"type":"t\u0065xt","text":"hi"},{"type":"hol\u006fgram"}]}"#,
         ];
         // Duplicates go the `Value` path, which reads them alike.
         let other = [

@@ -13,6 +13,7 @@
 //! `Value` path refuses, and the derive's way out of that (`flatten`)
 //! buffers every member and costs more.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -136,8 +137,8 @@ impl<'de> Visitor<'de> for BlocksVisitor {
 /// The members of a block (or of a `resource` block's resource), each a
 /// string when present.
 #[derive(Default)]
-struct Members {
-    kind: Option<String>,
+struct Members<'de> {
+    kind: Option<Kind<'de>>,
     text: Option<String>,
     mime_type: Option<String>,
     data: Option<String>,
@@ -146,8 +147,31 @@ struct Members {
     title: Option<String>,
     description: Option<String>,
     size: Option<u64>,
-    resource: Option<Box<Members>>,
+    resource: Option<Box<Members<'de>>>,
     blob: Option<String>,
+}
+
+/// A block's `type`: borrowed from the result's text unless it has escapes,
+/// since it is only compared, never kept.
+struct Kind<'de>(Cow<'de, str>);
+
+impl<'de> de::Deserialize<'de> for Kind<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct KindVisitor;
+        impl<'de> Visitor<'de> for KindVisitor {
+            type Value = Kind<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Kind<'de>, E> {
+                Ok(Kind(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Kind<'de>, E> {
+                Ok(Kind(Cow::Owned(v.to_owned())))
+            }
+        }
+        d.deserialize_str(KindVisitor)
+    }
 }
 
 struct BlockSeed;
@@ -163,20 +187,20 @@ impl<'de> DeserializeSeed<'de> for BlockSeed {
 
 struct MembersVisitor;
 
-impl<'de> de::Deserialize<'de> for Members {
+impl<'de> de::Deserialize<'de> for Members<'de> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         d.deserialize_map(MembersVisitor)
     }
 }
 
 impl<'de> Visitor<'de> for MembersVisitor {
-    type Value = Members;
+    type Value = Members<'de>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a content block")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Members, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Members<'de>, A::Error> {
         let mut m = Members::default();
         while let Some(key) = map.next_key::<Key>()? {
             match key {
@@ -189,7 +213,9 @@ impl<'de> Visitor<'de> for MembersVisitor {
                 Key::Title => m.title = map.next_value()?,
                 Key::Description => m.description = map.next_value()?,
                 Key::Size => m.size = map.next_value()?,
-                Key::Resource => m.resource = map.next_value::<Option<Members>>()?.map(Box::new),
+                Key::Resource => {
+                    m.resource = map.next_value::<Option<Members<'de>>>()?.map(Box::new)
+                }
                 Key::Blob => m.blob = map.next_value()?,
                 _ => {
                     map.next_value::<IgnoredAny>()?;
@@ -202,8 +228,8 @@ impl<'de> Visitor<'de> for MembersVisitor {
 
 /// Maps a block as `content::block` does, or `None` where that one would
 /// refuse it (so that it words the refusal).
-fn block(m: Members) -> Option<Content> {
-    Some(match m.kind?.as_str() {
+fn block(m: Members<'_>) -> Option<Content> {
+    Some(match &*m.kind?.0 {
         "text" => Content::text(m.text?),
         "image" => Content::Image {
             mime_type: m.mime_type?,
