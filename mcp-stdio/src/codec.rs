@@ -211,7 +211,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
     /// more must be read (after which there is room for it).
     fn buffered(&mut self) -> Option<Result<Range<usize>, ReadError>> {
         let unscanned = &self.buf[self.scanned..self.end];
-        if let Some(i) = unscanned.iter().position(|&b| b == b'\n') {
+        if let Some(i) = memchr::memchr(b'\n', unscanned) {
             let newline = self.scanned + i;
             if newline + 1 - self.start > self.limit {
                 return Some(Err(ReadError::TooLong));
