@@ -157,10 +157,10 @@ impl Connection {
         // Behind others in flight, the line is queued; if it starts the
         // queue, this request writes it, after one yield in which the other
         // callers of the moment queue theirs behind it (`outbox.rs`).
-        guard.owes_flush = send(
+        guard.owes_flush = send_with(
             &self.shared,
             &self.out,
-            &codec::request(id, method, params),
+            |queue| codec::write_request(queue, id, method, params),
             others_in_flight,
         );
         if guard.owes_flush {
@@ -273,9 +273,19 @@ const MISSED: u32 = 16;
 
 /// Sends `line`, failing the connection when the server leaves too much of
 /// what we send unread. True when the sender owes the outbox a flush (see
-/// [`Outbox::send`]).
+/// [`Outbox::send_with`]).
 fn send(shared: &Mutex<Shared>, out: &Outbox, line: &[u8], deferred: bool) -> bool {
-    match out.send(line, deferred) {
+    send_with(shared, out, |queue| queue.extend_from_slice(line), deferred)
+}
+
+/// [`send`] for the line that `write` appends to the outbox's queue.
+fn send_with(
+    shared: &Mutex<Shared>,
+    out: &Outbox,
+    write: impl FnOnce(&mut Vec<u8>),
+    deferred: bool,
+) -> bool {
+    match out.send_with(write, deferred) {
         Ok(owes_flush) => owes_flush,
         Err(Unread) => {
             fail(

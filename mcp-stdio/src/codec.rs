@@ -377,24 +377,33 @@ pub(crate) fn decode(line: &[u8]) -> Incoming {
     }
 }
 
-/// A request line. Every line we write is one non-empty JSON object and its
-/// newline: some SDKs end the session on a blank line.
+/// Appends a request line to `out`. Every line we write is one non-empty
+/// JSON object and its newline: some SDKs end the session on a blank line.
 ///
 /// Written straight from `params`, without building a `Value` around it
 /// first: on the path of every call, that tree and its drop cost more than
 /// the rest of the line.
-pub(crate) fn request<P: Serialize + ?Sized>(id: u64, method: &str, params: &P) -> Vec<u8> {
-    let mut out = Vec::with_capacity(128);
+pub(crate) fn write_request<P: Serialize + ?Sized>(
+    out: &mut Vec<u8>,
+    id: u64,
+    method: &str,
+    params: &P,
+) {
+    let from = out.len();
     out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-    out.extend_from_slice(id.to_string().as_bytes());
+    // Serialising a number or a string cannot fail, and compact JSON
+    // escapes every newline.
+    let _ = serde_json::to_writer(&mut *out, &id);
     out.extend_from_slice(b",\"method\":");
-    // Serialising a string or a `Serialize` made of maps and strings cannot
-    // fail, and compact JSON escapes every newline.
-    let _ = serde_json::to_writer(&mut out, method);
+    let _ = serde_json::to_writer(&mut *out, method);
     out.extend_from_slice(b",\"params\":");
-    let _ = serde_json::to_writer(&mut out, params);
+    if serde_json::to_writer(&mut *out, params).is_err() {
+        // Params made of maps with string keys cannot fail either; a half
+        // line must never reach the server, so none is written.
+        out.truncate(from);
+        return;
+    }
     out.extend_from_slice(b"}\n");
-    out
 }
 
 /// A notification line.
@@ -563,6 +572,20 @@ mod tests {
         // the stray byte is.
         let stray = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{},\"x\":\"\xff\"}";
         assert_eq!(decode(stray), Incoming::Junk);
+    }
+
+    /// A request line written into an outbox queue that holds a line already.
+    fn request<P: Serialize + ?Sized>(id: u64, method: &str, params: &P) -> Vec<u8> {
+        let mut queue = b"before\n".to_vec();
+        write_request(&mut queue, id, method, params);
+        assert_eq!(&queue[..7], b"before\n", "what was queued stays");
+        queue.split_off(7)
+    }
+
+    #[test]
+    fn a_request_whose_params_cannot_be_written_writes_nothing() {
+        let params = std::collections::BTreeMap::from([((1, 2), 3)]);
+        assert_eq!(request(1, "x", &params), b"");
     }
 
     #[test]

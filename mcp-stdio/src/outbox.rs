@@ -33,6 +33,9 @@ pub const MAX_UNREAD: usize = 16 * 1024 * 1024;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Unread;
 
+/// The most capacity an empty queue keeps for the next lines.
+const KEPT: usize = 64 * 1024;
+
 /// The sending side, shared by the connection, its reader and its sweeper.
 #[derive(Debug, Clone)]
 pub(crate) struct Outbox {
@@ -82,7 +85,10 @@ impl Outbox {
         Ok(outbox)
     }
 
-    /// Sends `line` after everything sent before it.
+    /// Sends the line that `write` appends to the queue, after everything
+    /// sent before it. It is written in place, at the queue's end (where it
+    /// is written from when nothing waits before it), not built apart and
+    /// copied in.
     ///
     /// With `deferred` (others are in flight, so more lines are likely to
     /// follow soon) the line is only queued, even when nothing waits before
@@ -97,48 +103,58 @@ impl Outbox {
     /// # Errors
     /// [`Unread`] when the line would make the queue pass [`MAX_UNREAD`]:
     /// the queue is dropped and the pipe closed (later lines are dropped).
-    pub(crate) fn send(&self, line: &[u8], deferred: bool) -> Result<bool, Unread> {
+    pub(crate) fn send_with(
+        &self,
+        write: impl FnOnce(&mut Vec<u8>),
+        deferred: bool,
+    ) -> Result<bool, Unread> {
         let mut state = self.inner.lock();
+        let state = &mut *state;
         let Some(pipe) = state.pipe.as_ref().filter(|_| !state.closing) else {
             return Ok(false);
         };
-        let mut rest = line;
-        if state.queue.is_empty() && !deferred {
-            match pipe.try_write(line) {
-                Ok(n) if n == line.len() => return Ok(false),
-                Ok(n) => rest = &line[n..],
+        let was_empty = state.queue.is_empty();
+        write(&mut state.queue);
+        if was_empty && !deferred {
+            match pipe.try_write(&state.queue) {
+                Ok(n) if n == state.queue.len() => {
+                    state.queue.clear();
+                    if state.queue.capacity() > KEPT {
+                        // A long line must not pin its memory for the whole session.
+                        state.queue = Vec::new();
+                    }
+                    return Ok(false);
+                }
+                Ok(n) => {
+                    state.queue.drain(..n);
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                 Err(_) => {
                     state.pipe = None;
+                    state.queue = Vec::new();
                     return Ok(false);
                 }
             }
-        }
-        let was_empty = state.queue.is_empty();
-        if !was_empty && state.queue.len() + rest.len() > MAX_UNREAD {
+        } else if !was_empty && state.queue.len() > MAX_UNREAD {
             state.pipe = None;
             state.queue = Vec::new();
-            drop(state);
             self.inner.wake.notify_one();
             return Err(Unread);
         }
-        state.queue.extend_from_slice(rest);
         if was_empty && deferred {
             state.owed = true;
             return Ok(true);
         }
         // A line that is no request (a cancellation, an answer to the
         // server) never waits on a sender's flush.
-        let wake = was_empty || (state.owed && !deferred);
-        drop(state);
-        if wake {
+        if was_empty || (state.owed && !deferred) {
             self.inner.wake.notify_one();
         }
         Ok(false)
     }
 
     /// Writes what is queued as far as the pipe takes it now, and leaves the
-    /// rest to the writer task: what a sender owes after [`Outbox::send`]
+    /// rest to the writer task: what a sender owes after [`Outbox::send_with`]
     /// returned `Ok(true)`, whether it still waits for its answer or not.
     pub(crate) fn flush(&self) {
         let mut state = self.inner.lock();
@@ -150,6 +166,9 @@ impl Outbox {
             match pipe.try_write(&state.queue) {
                 Ok(n) if n == state.queue.len() => {
                     state.queue.clear();
+                    if state.queue.capacity() > KEPT {
+                        state.queue = Vec::new();
+                    }
                     return;
                 }
                 Ok(n) => {
@@ -210,6 +229,9 @@ async fn write_queued(inner: Arc<Inner>) {
         match pipe.try_write(&state.queue) {
             Ok(n) => {
                 state.queue.drain(..n);
+                if state.queue.is_empty() && state.queue.capacity() > KEPT {
+                    state.queue = Vec::new();
+                }
                 // What a sender owed is written (or under way) here.
                 state.owed = false;
             }
@@ -225,6 +247,12 @@ async fn write_queued(inner: Arc<Inner>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl Outbox {
+        fn send(&self, line: &[u8], deferred: bool) -> Result<bool, Unread> {
+            self.send_with(|queue| queue.extend_from_slice(line), deferred)
+        }
+    }
     use std::process::Stdio;
     use std::time::Duration;
     use tokio::io::AsyncReadExt;
@@ -262,6 +290,38 @@ mod tests {
     /// Deferred lines wait for the flush their first sender owes, and go
     /// out in one write with it, in order; a line that is no request does
     /// not wait for that flush.
+    /// Lines are written from the queue's end, so a long one grows the
+    /// queue; once it is written, the queue gives that memory back.
+    #[tokio::test]
+    async fn a_long_line_leaves_no_long_queue_behind() {
+        let mut cat = tokio::process::Command::new("cat")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("cat runs");
+        let outbox = Outbox::start(cat.stdin.take().expect("stdin")).expect("a pipe");
+        let long = format!("{}\n", "x".repeat(1 << 20));
+        outbox.send(long.as_bytes(), false).expect("room");
+        assert!(
+            outbox.inner.lock().queue.capacity() > KEPT,
+            "queued in part"
+        );
+        let mut stdout = cat.stdout.take().expect("stdout");
+        let mut out = vec![0u8; long.len()];
+        tokio::time::timeout(Duration::from_secs(10), stdout.read_exact(&mut out))
+            .await
+            .expect("the writer task wrote it")
+            .expect("read");
+        assert_eq!(out, long.as_bytes());
+        let queue = std::mem::take(&mut outbox.inner.lock().queue);
+        assert!(
+            queue.is_empty() && queue.capacity() <= KEPT,
+            "{}",
+            queue.capacity()
+        );
+    }
+
     #[tokio::test]
     async fn deferred_lines_wait_for_the_owed_flush_and_others_do_not() {
         let mut cat = tokio::process::Command::new("cat")
