@@ -21,7 +21,7 @@ use tokio::sync::oneshot;
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
-use crate::codec::{self, Incoming, Raw};
+use crate::codec::{self, Body, Incoming, Raw};
 use crate::error::Failure;
 use crate::inbox::{End, Flow, Inbox};
 use crate::outbox::{MAX_UNREAD, Outbox, Unread};
@@ -44,13 +44,15 @@ pub struct Stats {
     pub stray_answers: u64,
 }
 
-type Answer = Result<Raw, Failure>;
+type Answer = Result<Body, Failure>;
 
 /// A request waiting for its answer.
 #[derive(Debug)]
 struct Waiter {
     tx: oneshot::Sender<Answer>,
     deadline: Instant,
+    /// A `tools/call`: its result is read as one as the answer is decoded.
+    call: bool,
 }
 
 #[derive(Debug, Default)]
@@ -128,6 +130,28 @@ impl Connection {
         &self,
         method: &str,
         params: &P,
+    ) -> Result<Raw, Failure> {
+        match self.exchange(method, params, false).await? {
+            Body::Text(raw) => Ok(raw),
+            // Only a request marked as a call is answered so.
+            Body::Call(_) => Err(Failure::Protocol(format!(
+                "the answer to {method} was read as a tools/call result"
+            ))),
+        }
+    }
+
+    /// [`Connection::request`] for a `tools/call`: the answer's result is
+    /// read as a `tools/call` result where it can be, as the answer is
+    /// decoded ([`codec::decode_as`]), and as text otherwise.
+    pub(crate) async fn request_call<P: serde::Serialize + ?Sized>(&self, params: &P) -> Answer {
+        self.exchange("tools/call", params, true).await
+    }
+
+    async fn exchange<P: serde::Serialize + ?Sized>(
+        &self,
+        method: &str,
+        params: &P,
+        call: bool,
     ) -> Answer {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
@@ -137,7 +161,7 @@ impl Connection {
             if let Some(failure) = &shared.failure {
                 return Err(failure.clone());
             }
-            shared.pending.insert(id, Waiter { tx, deadline });
+            shared.pending.insert(id, Waiter { tx, deadline, call });
             // Alone is a request with nothing else in flight that also
             // follows one that was alone: calls in flight are answered in
             // batches, and their callers all take their answers before any
@@ -440,7 +464,11 @@ fn handle_line(
     line: &[u8],
     me: Option<u64>,
 ) -> Flow<(Answer, oneshot::Sender<Answer>)> {
-    match codec::decode(line) {
+    let mut is_call = |id: &Value| {
+        id.as_u64()
+            .is_some_and(|id| lock(shared).pending.get(&id).is_some_and(|w| w.call))
+    };
+    match codec::decode_as(line, Some(&mut is_call)) {
         Incoming::Junk => {
             let mut shared = lock(shared);
             shared.stats.junk_lines += 1;
@@ -545,6 +573,31 @@ mod tests {
         c.skip_reads_now.store(5, Ordering::Relaxed);
         c.request("x", &json!({})).await.expect("answered");
         c.skip_reads_now.load(Ordering::Relaxed) == 4
+    }
+
+    /// A call's result is read into its type by whoever reads the answer;
+    /// any other request's is handed on as text.
+    #[tokio::test]
+    async fn a_call_gets_its_result_read_and_other_requests_text() {
+        let (process, pipes) =
+            ServerProcess::spawn("t", &answering_server(), std::path::Path::new("/"))
+                .unwrap_or_else(|f| panic!("sed starts: {f:?}"));
+        let process = Arc::new(process);
+        let c = Connection::start(pipes, Arc::clone(&process), Duration::from_secs(20), 4096)
+            .expect("the pipes are usable");
+        let p = json!({});
+        let (call, other) = tokio::join!(c.request_call(&p), c.request("x", &p));
+        let empty = spear_capabilities::CallResult::new(Vec::new());
+        assert_eq!(call.expect("answered"), Body::Call(empty.clone()));
+        assert_eq!(other.expect("answered"), Raw::of("{}"));
+        assert_eq!(
+            c.request_call(&p).await.expect("answered"),
+            Body::Call(empty)
+        );
+        c.close();
+        process
+            .stop(Duration::from_secs(1), Duration::from_secs(1))
+            .await;
     }
 
     /// A lone call is one with nothing else in flight that follows another

@@ -7,11 +7,16 @@ use std::ops::Range;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
-use serde::de::IgnoredAny;
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
+use spear_capabilities::CallResult;
 use tokio::io::{AsyncRead, ReadBuf};
+
+use crate::wire;
 
 /// The longest line accepted from a server, newline included.
 pub const MAX_LINE: usize = 16 * 1024 * 1024;
@@ -23,9 +28,8 @@ pub(crate) enum Incoming {
     Response {
         /// The id as the server sent it.
         id: Value,
-        /// The result, still as JSON text, or the JSON-RPC error
-        /// `(code, message)`.
-        outcome: Result<Raw, (i64, String)>,
+        /// The result, or the JSON-RPC error `(code, message)`.
+        outcome: Result<Body, (i64, String)>,
     },
     /// A request from the server to us.
     Request {
@@ -42,13 +46,24 @@ pub(crate) enum Incoming {
     Junk,
 }
 
+/// A result, as the reader hands it to the request that waits for it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Body {
+    /// As the server wrote it ([`Raw`]).
+    Text(Raw),
+    /// A `tools/call` result, read from the line as it was decoded: its
+    /// request asked for that ([`decode_as`]), and it is the plain case
+    /// that [`wire::call_result`] reads.
+    Call(CallResult),
+}
+
 /// A result as the server wrote it: valid JSON, not yet parsed.
 ///
 /// The reader only checks it is JSON and hands the text to the request that
-/// waits for it, which parses it straight into the type it needs (a
-/// `tools/call` result into typed structs): parsing it into a `Value` tree
-/// first, and then taking that tree apart, cost more than the rest of a
-/// call's work in the client.
+/// waits for it, which parses it straight into the type it needs: parsing
+/// it into a `Value` tree first, and then taking that tree apart, cost more
+/// than the rest of a call's work in the client. A `tools/call` result is
+/// mostly read into its type by the reader itself ([`Body::Call`]).
 #[derive(Debug, Clone)]
 pub(crate) struct Raw(Box<RawValue>);
 
@@ -283,18 +298,122 @@ fn without_cr(line: &[u8]) -> &[u8] {
 /// unparsed. Reading into this, rather than into a `Value` of the whole
 /// message and then taking members out of it, saves building and dropping
 /// the message's top-level map on every answer.
-#[derive(Deserialize)]
+#[derive(Default)]
 struct Envelope<'a> {
-    #[serde(default)]
-    jsonrpc: Option<Version>,
-    #[serde(default, deserialize_with = "present")]
+    /// Whether `jsonrpc` is `"2.0"`; `Some(false)` for `null`, as when absent.
+    jsonrpc: Option<bool>,
+    /// A member that is present is `Some`, even when it is `null`.
     id: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
     method: Option<Value>,
-    #[serde(borrow, default, deserialize_with = "present_raw")]
-    result: Option<&'a RawValue>,
-    #[serde(default, deserialize_with = "present")]
+    result: Option<Member<'a>>,
     error: Option<Value>,
+}
+
+/// The `result` member: as JSON text, or read as a `tools/call` result.
+enum Member<'a> {
+    Text(&'a RawValue),
+    Call(CallResult),
+}
+
+/// Reads an [`Envelope`] from a JSON object (not an array, which a derived
+/// struct would also take); a member given twice is an error, as derived.
+/// With `is_call`, a `result` after an `id` that `is_call` names is read
+/// as a `tools/call` result, and anything but the plain case is an error.
+struct EnvelopeSeed<'c> {
+    is_call: Option<&'c mut dyn FnMut(&Value) -> bool>,
+    /// A result was read as a `tools/call` result.
+    read_call: bool,
+}
+
+impl<'de> DeserializeSeed<'de> for &mut EnvelopeSeed<'_> {
+    type Value = Envelope<'de>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Envelope<'de>, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for &mut EnvelopeSeed<'_> {
+    type Value = Envelope<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON-RPC message")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Envelope<'de>, A::Error> {
+        let mut e = Envelope::default();
+        let mut seen_jsonrpc = false;
+        while let Some(field) = map.next_key::<Field>()? {
+            let twice = match field {
+                Field::Jsonrpc => std::mem::replace(&mut seen_jsonrpc, true),
+                Field::Id => e.id.is_some(),
+                Field::Method => e.method.is_some(),
+                Field::Result => e.result.is_some(),
+                Field::Error => e.error.is_some(),
+                Field::Other => false,
+            };
+            if twice {
+                return Err(de::Error::custom("a member given twice"));
+            }
+            match field {
+                Field::Jsonrpc => {
+                    e.jsonrpc = map.next_value::<Option<Version>>()?.map(|v| v.0);
+                }
+                Field::Id => e.id = Some(map.next_value()?),
+                Field::Method => e.method = Some(map.next_value()?),
+                Field::Error => e.error = Some(map.next_value()?),
+                Field::Result => {
+                    let call = match (&mut self.is_call, &e.id) {
+                        (Some(is_call), Some(id)) => is_call(id),
+                        _ => false,
+                    };
+                    e.result = Some(if call {
+                        self.read_call = true;
+                        Member::Call(map.next_value_seed(wire::CallSeed)?)
+                    } else {
+                        Member::Text(map.next_value()?)
+                    });
+                }
+                Field::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(e)
+    }
+}
+
+/// The members of a JSON-RPC message that [`Envelope`] reads.
+enum Field {
+    Jsonrpc,
+    Id,
+    Method,
+    Result,
+    Error,
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Field {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct FieldVisitor;
+        impl Visitor<'_> for FieldVisitor {
+            type Value = Field;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a member name")
+            }
+            fn visit_str<E: de::Error>(self, key: &str) -> Result<Field, E> {
+                Ok(match key {
+                    "jsonrpc" => Field::Jsonrpc,
+                    "id" => Field::Id,
+                    "method" => Field::Method,
+                    "result" => Field::Result,
+                    "error" => Field::Error,
+                    _ => Field::Other,
+                })
+            }
+        }
+        d.deserialize_identifier(FieldVisitor)
+    }
 }
 
 /// Whether `jsonrpc` is the string `"2.0"`, read without keeping (or, for a
@@ -304,12 +423,12 @@ struct Version(bool);
 impl<'de> Deserialize<'de> for Version {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct Is20;
-        impl serde::de::Visitor<'_> for Is20 {
+        impl Visitor<'_> for Is20 {
             type Value = Version;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("a string")
             }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Version, E> {
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Version, E> {
                 Ok(Version(v == "2.0"))
             }
         }
@@ -317,34 +436,48 @@ impl<'de> Deserialize<'de> for Version {
     }
 }
 
-/// A member that is present is `Some`, even when it is `null`.
-fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
-    Value::deserialize(d).map(Some)
-}
-
-/// The same, for a member kept as JSON text.
-fn present_raw<'de: 'a, 'a, D: Deserializer<'de>>(d: D) -> Result<Option<&'a RawValue>, D::Error> {
-    <&RawValue>::deserialize(d).map(Some)
-}
-
 /// Classifies one line.
 pub(crate) fn decode(line: &[u8]) -> Incoming {
+    decode_as(line, None)
+}
+
+/// Classifies one line; with `is_call`, the result of an answer whose id
+/// `is_call` names (and which comes after its id, as most servers write
+/// it) is read as a `tools/call` result on the way: one pass over the line
+/// where the reader would check the result and the caller then read it
+/// again. A result that is not the plain case is read as text after all
+/// (the line is decoded again), so the two ways never disagree.
+pub(crate) fn decode_as(line: &[u8], is_call: Option<&mut dyn FnMut(&Value) -> bool>) -> Incoming {
     // JSON text is UTF-8 (RFC 8259): checked once here, so that the parse
     // below checks no string again, nor the result it keeps as text.
     let Ok(line) = std::str::from_utf8(line) else {
         return Incoming::Junk;
     };
-    // Checked first: a derived struct would also read itself from an array.
     if line.trim_ascii_start().starts_with('[') {
         return match serde_json::from_str::<IgnoredAny>(line) {
             Ok(_) => Incoming::Batch,
             Err(_) => Incoming::Junk,
         };
     }
-    let Ok(message) = serde_json::from_str::<Envelope<'_>>(line) else {
-        return Incoming::Junk;
+    let mut seed = EnvelopeSeed {
+        is_call,
+        read_call: false,
     };
-    if !matches!(message.jsonrpc, Some(Version(true))) {
+    let message = match envelope(line, &mut seed) {
+        Some(message) => message,
+        None if seed.read_call => {
+            let mut seed = EnvelopeSeed {
+                is_call: None,
+                read_call: false,
+            };
+            match envelope(line, &mut seed) {
+                Some(message) => message,
+                None => return Incoming::Junk,
+            }
+        }
+        None => return Incoming::Junk,
+    };
+    if message.jsonrpc != Some(true) {
         return Incoming::Junk;
     }
     let id = message.id.filter(|id| id.is_string() || id.is_number());
@@ -358,7 +491,10 @@ pub(crate) fn decode(line: &[u8]) -> Incoming {
     match (message.result, message.error) {
         (Some(result), None) => Incoming::Response {
             id,
-            outcome: Ok(Raw(result.to_owned())),
+            outcome: Ok(match result {
+                Member::Text(text) => Body::Text(Raw(text.to_owned())),
+                Member::Call(result) => Body::Call(result),
+            }),
         },
         (None, Some(Value::Object(err))) => match err.get("code").and_then(Value::as_i64) {
             Some(code) => Incoming::Response {
@@ -375,6 +511,14 @@ pub(crate) fn decode(line: &[u8]) -> Incoming {
         },
         _ => Incoming::Junk,
     }
+}
+
+/// The whole of `line` read as an [`Envelope`], or `None`.
+fn envelope<'a>(line: &'a str, seed: &mut EnvelopeSeed<'_>) -> Option<Envelope<'a>> {
+    let mut d = serde_json::Deserializer::from_str(line);
+    let message = seed.deserialize(&mut d).ok()?;
+    d.end().ok()?;
+    Some(message)
 }
 
 /// Appends a request line to `out`. Every line we write is one non-empty
@@ -507,7 +651,7 @@ mod tests {
                 r#"{"jsonrpc":"2.0","id":1,"result":{"a":1},"extra":true}"#,
                 Incoming::Response {
                     id: json!(1),
-                    outcome: Ok(Raw::of(r#"{"a":1}"#)),
+                    outcome: Ok(Body::Text(Raw::of(r#"{"a":1}"#))),
                 },
             ),
             (
@@ -540,14 +684,14 @@ mod tests {
                 r#"{"jsonrpc":"2.0","id":2,"result":null}"#,
                 Incoming::Response {
                     id: json!(2),
-                    outcome: Ok(Raw::of("null")),
+                    outcome: Ok(Body::Text(Raw::of("null"))),
                 },
             ),
             (
                 r#"{"method":5,"jsonrpc":"2.0","id":3,"result":[]}"#,
                 Incoming::Response {
                     id: json!(3),
-                    outcome: Ok(Raw::of("[]")),
+                    outcome: Ok(Body::Text(Raw::of("[]"))),
                 },
             ),
             (r#"{"jsonrpc":2.0,"id":1,"result":{}}"#, Incoming::Junk),
@@ -560,7 +704,7 @@ mod tests {
                 r#"{"jsonrpc":"2\u002e0","id":4,"result":{}}"#,
                 Incoming::Response {
                     id: json!(4),
-                    outcome: Ok(Raw::of("{}")),
+                    outcome: Ok(Body::Text(Raw::of("{}"))),
                 },
             ),
             (r#"{"jsonrpc":null,"id":1,"result":{}}"#, Incoming::Junk),
@@ -572,6 +716,59 @@ mod tests {
         // the stray byte is.
         let stray = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{},\"x\":\"\xff\"}";
         assert_eq!(decode(stray), Incoming::Junk);
+    }
+
+    /// A `tools/call` result that follows its id is read as one on the way;
+    /// anything else as text, as without `is_call`.
+    #[test]
+    fn an_answer_to_a_call_is_read_as_one_where_it_can_be() {
+        let mut asked = Vec::new();
+        let mut decode_call = |line: &str| {
+            let mut is_call = |id: &Value| {
+                asked.push(id.clone());
+                true
+            };
+            decode_as(line.as_bytes(), Some(&mut is_call))
+        };
+        let plain =
+            r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"hi"}]}}"#;
+        assert_eq!(
+            decode_call(plain),
+            Incoming::Response {
+                id: json!(7),
+                outcome: Ok(Body::Call(CallResult::text("hi"))),
+            }
+        );
+        // The result before the id (the TypeScript SDK's order), and one
+        // that is not the plain case: as text, to be mapped by the caller.
+        for (line, result) in [
+            (
+                r#"{"result":{"content":[]},"jsonrpc":"2.0","id":8}"#,
+                r#"{"content":[]}"#,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":9,"result":{"content":[{"type":"text","text":5}]}}"#,
+                r#"{"content":[{"type":"text","text":5}]}"#,
+            ),
+            (r#"{"jsonrpc":"2.0","id":10,"result":null}"#, "null"),
+        ] {
+            let want = decode(line.as_bytes());
+            assert_eq!(decode_call(line), want, "{line}");
+            let Incoming::Response { outcome, .. } = want else {
+                panic!("{line}: not an answer");
+            };
+            assert_eq!(outcome, Ok(Body::Text(Raw::of(result))), "{line}");
+        }
+        // What is no answer stays what it is.
+        for line in [
+            r#"{"jsonrpc":"2.0","id":1,"id":2,"result":{"content":[]}}"#,
+            r#"{"jsonrpc":"1.0","id":1,"result":{"content":[]}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping","result":{"content":[]}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}} trailing"#,
+        ] {
+            assert_eq!(decode_call(line), decode(line.as_bytes()), "{line}");
+        }
+        assert_eq!(asked[..4], [json!(7), json!(9), json!(10), json!(1)]);
     }
 
     /// A request line written into an outbox queue that holds a line already.

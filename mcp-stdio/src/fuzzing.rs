@@ -9,7 +9,7 @@ use std::task::{Context, Poll, Waker};
 
 use serde_json::Value;
 
-use crate::codec::{Incoming, LineReader, Raw, ReadError, decode};
+use crate::codec::{Body, Incoming, LineReader, Raw, ReadError, decode, decode_as};
 use crate::tools::{self, Listing};
 use crate::{content, wire};
 
@@ -70,10 +70,12 @@ pub fn read_stdout(input: &[u8], buffer: usize, limit: usize) -> StdoutSummary {
         assert!(line.len() <= limit, "a line of {} past {limit}", line.len());
         assert!(!line.contains(&b'\n'), "a line holds a newline");
         summary.lines += 1;
-        match decode(&line) {
+        let incoming = decode(&line);
+        check_read_as_call(&line, &incoming);
+        match incoming {
             Incoming::Response { outcome, .. } => {
                 summary.responses += 1;
-                if let Ok(result) = outcome {
+                if let Ok(Body::Text(result)) = outcome {
                     summary.offered_tools += map_answer(&result);
                 }
             }
@@ -98,6 +100,37 @@ pub fn fuzz_stdout(data: &[u8]) {
     let s = read_stdout(input, buffer, limit);
     let kinds = s.responses + s.requests + s.notifications + s.batches + s.junk;
     assert_eq!(kinds, s.lines, "{s:?}");
+}
+
+/// Decodes `line` again, as the answer to a `tools/call` (as the client
+/// does for its calls), and checks that agrees with `plain`, its reading as
+/// text then mapped.
+///
+/// # Panics
+/// When the two disagree.
+fn check_read_as_call(line: &[u8], plain: &Incoming) {
+    let as_call = decode_as(line, Some(&mut |_: &Value| true));
+    match (&as_call, plain) {
+        (
+            Incoming::Response {
+                id,
+                outcome: Ok(Body::Call(result)),
+            },
+            Incoming::Response {
+                id: plain_id,
+                outcome: Ok(Body::Text(raw)),
+            },
+        ) => {
+            assert_eq!(id, plain_id, "{}", raw.get());
+            assert_eq!(
+                content::call_result_raw(raw).as_ref(),
+                Ok(result),
+                "the result read on the way disagrees: {}",
+                raw.get()
+            );
+        }
+        _ => assert_eq!(&as_call, plain, "{}", String::from_utf8_lossy(line)),
+    }
 }
 
 /// Maps an answer as the client would; returns the tools it offers.

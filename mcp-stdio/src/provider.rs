@@ -13,7 +13,7 @@ use spear_capabilities::{CallRequest, CallResult, Error, Provider, ProviderInfo,
 use tokio::sync::Mutex;
 
 use crate::client::{Connection, Stats};
-use crate::codec::MAX_LINE;
+use crate::codec::{Body, MAX_LINE};
 use crate::config::ServerConfig;
 use crate::error::Failure;
 use crate::process::ServerProcess;
@@ -251,8 +251,10 @@ impl McpProvider {
             name: &request.tool,
             arguments: &request.arguments,
         };
-        let answer = self.connection.request("tools/call", &params).await?;
-        content::call_result_raw(&answer).map_err(Failure::Protocol)
+        match self.connection.request_call(&params).await? {
+            Body::Call(result) => Ok(result),
+            Body::Text(raw) => content::call_result_raw(&raw).map_err(Failure::Protocol),
+        }
     }
 }
 

@@ -7,48 +7,112 @@
 //! that path's answer and error messages. So the two never disagree; the
 //! fuzz target `mcp_stdout` checks that on every answer it reads.
 //!
-//! The result's own members are read by serde's derive. A block's are read
-//! by a hand-written visitor that takes only a map: a derived struct also
-//! reads itself from an array (`["text", "hi"]` as a text block), which the
-//! `Value` path refuses, and the derive's way out of that (`flatten`)
-//! buffers every member and costs more.
+//! The result and its blocks are read by hand-written visitors that take
+//! only a map: a derived struct also reads itself from an array
+//! (`["text", "hi"]` as a text block), which the `Value` path refuses, and
+//! the derive's way out of that (`flatten`) buffers every member and costs
+//! more. The result is read from its own text ([`call_result`]), or where
+//! it stands in the answer's line as the reader decodes it
+//! ([`CallSeed`], `codec.rs`): one pass over the line instead of two.
 
 use std::borrow::Cow;
 use std::fmt;
 
+use serde::Deserializer;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use spear_capabilities::{CallResult, Content, ResourceBody};
 
 /// Reads a `CallToolResult`, or `None` when the `Value` path must decide.
 pub(crate) fn call_result(json: &str) -> Option<CallResult> {
-    // A derived struct would also read itself from an array: only maps here.
-    if !json.trim_ascii_start().starts_with('{') {
-        return None;
-    }
-    // A duplicate member is an error here; the `Value` path, where the
-    // later one wins, then reads it.
-    let wire: ResultWire = serde_json::from_str(json).ok()?;
-    let mut result = CallResult::new(wire.content.map(|b| b.0).unwrap_or_default());
-    if let Some(structured) = wire.structured {
-        result = result.with_structured(structured);
-    }
-    if let Some(is_error) = wire.is_error {
-        result = result.with_error(is_error);
-    }
+    let mut d = serde_json::Deserializer::from_str(json);
+    let result = CallSeed.deserialize(&mut d).ok()?;
+    d.end().ok()?;
     Some(result)
 }
 
+/// Reads a `CallToolResult` where it stands in a larger document (the
+/// answer's line, `codec.rs`): an error wherever [`call_result`] gives
+/// `None`.
+pub(crate) struct CallSeed;
+
+impl<'de> DeserializeSeed<'de> for CallSeed {
+    type Value = CallResult;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<CallResult, D::Error> {
+        // Only a map: a derived struct would also read itself from an array.
+        d.deserialize_map(ResultVisitor)
+    }
+}
+
 /// The members of a result the mapping reads; `null` reads as absent, as on
-/// the `Value` path.
-#[derive(Deserialize)]
-struct ResultWire {
-    content: Option<Blocks>,
-    #[serde(rename = "structuredContent")]
-    structured: Option<Value>,
-    #[serde(rename = "isError")]
-    is_error: Option<bool>,
+/// the `Value` path. A duplicate member is an error here; the `Value` path,
+/// where the later one wins, then reads it.
+struct ResultVisitor;
+
+impl<'de> Visitor<'de> for ResultVisitor {
+    type Value = CallResult;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a tools/call result")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<CallResult, A::Error> {
+        let mut content: Option<Option<Blocks>> = None;
+        let mut structured: Option<Option<Value>> = None;
+        let mut is_error: Option<Option<bool>> = None;
+        while let Some(key) = map.next_key::<ResultKey>()? {
+            match key {
+                ResultKey::Content if content.is_none() => content = Some(map.next_value()?),
+                ResultKey::Structured if structured.is_none() => {
+                    structured = Some(map.next_value()?);
+                }
+                ResultKey::IsError if is_error.is_none() => is_error = Some(map.next_value()?),
+                ResultKey::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+                _ => return Err(give_up()),
+            }
+        }
+        let blocks = content.flatten().map(|b| b.0).unwrap_or_default();
+        let mut result = CallResult::new(blocks);
+        if let Some(structured) = structured.flatten() {
+            result = result.with_structured(structured);
+        }
+        if let Some(is_error) = is_error.flatten() {
+            result = result.with_error(is_error);
+        }
+        Ok(result)
+    }
+}
+
+/// The members of a result that the mapping reads.
+enum ResultKey {
+    Content,
+    Structured,
+    IsError,
+    Other,
+}
+
+impl<'de> de::Deserialize<'de> for ResultKey {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl Visitor<'_> for KeyVisitor {
+            type Value = ResultKey;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a member name")
+            }
+            fn visit_str<E: de::Error>(self, key: &str) -> Result<ResultKey, E> {
+                Ok(match key {
+                    "content" => ResultKey::Content,
+                    "structuredContent" => ResultKey::Structured,
+                    "isError" => ResultKey::IsError,
+                    _ => ResultKey::Other,
+                })
+            }
+        }
+        d.deserialize_identifier(KeyVisitor)
+    }
 }
 
 /// The members of a block that the mapping reads.
