@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::task::Poll;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use tokio::sync::oneshot;
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
@@ -131,7 +131,8 @@ impl Connection {
         method: &str,
         params: &P,
     ) -> Result<Raw, Failure> {
-        match self.exchange(method, params, false).await? {
+        let write = |queue: &mut Vec<u8>, id| codec::write_request(queue, id, method, params);
+        match self.exchange(false, write).await? {
             Body::Text(raw) => Ok(raw),
             // Only a request marked as a call is answered so.
             Body::Call(_) => Err(Failure::Protocol(format!(
@@ -143,16 +144,14 @@ impl Connection {
     /// [`Connection::request`] for a `tools/call`: the answer's result is
     /// read as a `tools/call` result where it can be, as the answer is
     /// decoded ([`codec::decode_as`]), and as text otherwise.
-    pub(crate) async fn request_call<P: serde::Serialize + ?Sized>(&self, params: &P) -> Answer {
-        self.exchange("tools/call", params, true).await
+    pub(crate) async fn request_call(&self, tool: &str, arguments: &Map<String, Value>) -> Answer {
+        let write = |queue: &mut Vec<u8>, id| codec::write_call(queue, id, tool, arguments);
+        self.exchange(true, write).await
     }
 
-    async fn exchange<P: serde::Serialize + ?Sized>(
-        &self,
-        method: &str,
-        params: &P,
-        call: bool,
-    ) -> Answer {
+    /// Sends the request that `write` appends to the outbox's queue, given
+    /// its id, and waits for its answer.
+    async fn exchange(&self, call: bool, write: impl FnOnce(&mut Vec<u8>, u64)) -> Answer {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         let others_in_flight = {
@@ -184,7 +183,7 @@ impl Connection {
         guard.owes_flush = send_with(
             &self.shared,
             &self.out,
-            |queue| codec::write_request(queue, id, method, params),
+            |queue| write(queue, id),
             others_in_flight,
         );
         if guard.owes_flush {
@@ -586,12 +585,13 @@ mod tests {
         let c = Connection::start(pipes, Arc::clone(&process), Duration::from_secs(20), 4096)
             .expect("the pipes are usable");
         let p = json!({});
-        let (call, other) = tokio::join!(c.request_call(&p), c.request("x", &p));
+        let args = Map::new();
+        let (call, other) = tokio::join!(c.request_call("t", &args), c.request("x", &p));
         let empty = spear_capabilities::CallResult::new(Vec::new());
         assert_eq!(call.expect("answered"), Body::Call(empty.clone()));
         assert_eq!(other.expect("answered"), Raw::of("{}"));
         assert_eq!(
-            c.request_call(&p).await.expect("answered"),
+            c.request_call("t", &args).await.expect("answered"),
             Body::Call(empty)
         );
         c.close();

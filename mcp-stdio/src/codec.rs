@@ -12,7 +12,7 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use spear_capabilities::CallResult;
 use tokio::io::{AsyncRead, ReadBuf};
 
@@ -533,21 +533,57 @@ pub(crate) fn write_request<P: Serialize + ?Sized>(
     method: &str,
     params: &P,
 ) {
+    write_line(out, id, method, |out| {
+        serde_json::to_writer(out, params).is_ok()
+    });
+}
+
+/// Appends a `tools/call` request line to `out`: as [`write_request`]
+/// would with `{"name": tool, "arguments": arguments}`, the member names
+/// written as they are rather than each escaped on the way.
+pub(crate) fn write_call(out: &mut Vec<u8>, id: u64, tool: &str, arguments: &Map<String, Value>) {
+    write_line(out, id, "tools/call", |out| {
+        out.extend_from_slice(b"{\"name\":");
+        write_str(out, tool);
+        out.extend_from_slice(b",\"arguments\":");
+        let written = serde_json::to_writer(&mut *out, arguments).is_ok();
+        out.push(b'}');
+        written
+    });
+}
+
+/// The line of request `id` around the params that `params` appends (false
+/// when it could not).
+fn write_line(out: &mut Vec<u8>, id: u64, method: &str, params: impl FnOnce(&mut Vec<u8>) -> bool) {
     let from = out.len();
     out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-    // Serialising a number or a string cannot fail, and compact JSON
-    // escapes every newline.
+    // Serialising a number cannot fail.
     let _ = serde_json::to_writer(&mut *out, &id);
     out.extend_from_slice(b",\"method\":");
-    let _ = serde_json::to_writer(&mut *out, method);
+    write_str(out, method);
     out.extend_from_slice(b",\"params\":");
-    if serde_json::to_writer(&mut *out, params).is_err() {
-        // Params made of maps with string keys cannot fail either; a half
-        // line must never reach the server, so none is written.
+    if !params(out) {
+        // Params made of maps with string keys cannot fail; a half line
+        // must never reach the server, so none is written.
         out.truncate(from);
         return;
     }
     out.extend_from_slice(b"}\n");
+}
+
+/// Appends `s` as a JSON string: as it is when nothing in it needs an
+/// escape (a quote, a backslash or a control character, newlines
+/// included), else as serde_json escapes it.
+fn write_str(out: &mut Vec<u8>, s: &str) {
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.reserve(s.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+    } else {
+        // Serialising a string cannot fail.
+        let _ = serde_json::to_writer(&mut *out, s);
+    }
 }
 
 /// A notification line.
@@ -777,6 +813,48 @@ mod tests {
         write_request(&mut queue, id, method, params);
         assert_eq!(&queue[..7], b"before\n", "what was queued stays");
         queue.split_off(7)
+    }
+
+    #[test]
+    fn strings_are_written_as_serde_json_writes_them() {
+        let cases = [
+            "",
+            "echo",
+            "tools/call",
+            "a \"quoted\" word",
+            "back\\slash",
+            "line\nbreak",
+            "tab\t",
+            "\u{1}\u{1f}",
+            "\u{7f}",
+            "é 😀 \u{2028}",
+        ];
+        for s in cases {
+            let mut out = b"x".to_vec();
+            write_str(&mut out, s);
+            assert_eq!(out[1..], serde_json::to_vec(s).expect("a string"), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn a_call_line_is_the_json_rpc_object_of_its_parts() {
+        let args = json!({"text": "a \"quoted\"\nline", "n": [1, null, {"k": true}]});
+        let Value::Object(arguments) = args.clone() else {
+            panic!("an object");
+        };
+        for tool in ["echo", "we\"ird\ntool"] {
+            let mut queue = b"before\n".to_vec();
+            write_call(&mut queue, 42, tool, &arguments);
+            let line = queue.split_off(7);
+            assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1);
+            assert!(line.ends_with(b"}\n"));
+            let v: Value = serde_json::from_slice(&line).expect("json");
+            let params = json!({"name": tool, "arguments": args});
+            assert_eq!(
+                v,
+                json!({"jsonrpc": "2.0", "id": 42, "method": "tools/call", "params": params})
+            );
+        }
     }
 
     #[test]

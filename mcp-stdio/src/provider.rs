@@ -7,8 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use serde::Serialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use spear_capabilities::{CallRequest, CallResult, Error, Provider, ProviderInfo, ToolList};
 use tokio::sync::Mutex;
 
@@ -70,14 +69,6 @@ impl Options {
         self.term_grace = term_grace;
         self
     }
-}
-
-/// The params of `tools/call`, serialised as they are: no `Value` is built
-/// for them on the way.
-#[derive(Serialize)]
-struct CallParams<'a> {
-    name: &'a str,
-    arguments: &'a Map<String, Value>,
 }
 
 /// A running MCP server over stdio.
@@ -247,11 +238,11 @@ impl McpProvider {
     }
 
     async fn call(&self, request: &CallRequest) -> Result<CallResult, Failure> {
-        let params = CallParams {
-            name: &request.tool,
-            arguments: &request.arguments,
-        };
-        match self.connection.request_call(&params).await? {
+        let answer = self
+            .connection
+            .request_call(&request.tool, &request.arguments)
+            .await?;
+        match answer {
             Body::Call(result) => Ok(result),
             Body::Text(raw) => content::call_result_raw(&raw).map_err(Failure::Protocol),
         }
