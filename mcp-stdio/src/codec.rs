@@ -52,8 +52,8 @@ pub(crate) enum Body {
     /// As the server wrote it ([`Raw`]).
     Text(Raw),
     /// A `tools/call` result, read from the line as it was decoded: its
-    /// request asked for that ([`decode_as`]), and it is the plain case
-    /// that [`wire::call_result`] reads.
+    /// reader asked for that ([`decode_as`]), and it is the plain case that
+    /// [`wire::call_result`] reads.
     Call(CallResult),
 }
 
