@@ -573,6 +573,24 @@ mod tests {
         ])
     }
 
+    /// A connection to [`answering_server`].
+    fn connected() -> (Arc<ServerProcess>, Connection) {
+        let (process, pipes) =
+            ServerProcess::spawn("t", &answering_server(), std::path::Path::new("/"))
+                .unwrap_or_else(|f| panic!("sed starts: {f:?}"));
+        let process = Arc::new(process);
+        let c = Connection::start(pipes, Arc::clone(&process), Duration::from_secs(20), 4096)
+            .expect("the pipes are usable");
+        (process, c)
+    }
+
+    async fn close(process: Arc<ServerProcess>, c: Connection) {
+        c.close();
+        process
+            .stop(Duration::from_secs(1), Duration::from_secs(1))
+            .await;
+    }
+
     /// Whether the next request counts as alone: only a lone call reads at
     /// once, and so consults (and counts down) `skip_reads_now`.
     async fn sent_alone(c: &Connection) -> bool {
@@ -585,12 +603,7 @@ mod tests {
     /// into its type on the way; any other request's is handed on as text.
     #[tokio::test]
     async fn a_lone_call_gets_its_result_read_and_other_requests_text() {
-        let (process, pipes) =
-            ServerProcess::spawn("t", &answering_server(), std::path::Path::new("/"))
-                .unwrap_or_else(|f| panic!("sed starts: {f:?}"));
-        let process = Arc::new(process);
-        let c = Connection::start(pipes, Arc::clone(&process), Duration::from_secs(20), 4096)
-            .expect("the pipes are usable");
+        let (process, c) = connected();
         let args = Map::new();
         let empty = spear_capabilities::CallResult::new(Vec::new());
         for _ in 0..3 {
@@ -599,10 +612,7 @@ mod tests {
             let other = c.request("x", &json!({})).await.expect("answered");
             assert_eq!(other, Raw::of("{}"));
         }
-        c.close();
-        process
-            .stop(Duration::from_secs(1), Duration::from_secs(1))
-            .await;
+        close(process, c).await;
     }
 
     /// A lone call is one with nothing else in flight that follows another
@@ -611,12 +621,7 @@ mod tests {
     /// is the first of the next batch.
     #[tokio::test]
     async fn the_first_request_after_calls_in_flight_is_not_alone() {
-        let (process, pipes) =
-            ServerProcess::spawn("t", &answering_server(), std::path::Path::new("/"))
-                .unwrap_or_else(|f| panic!("sed starts: {f:?}"));
-        let process = Arc::new(process);
-        let c = Connection::start(pipes, Arc::clone(&process), Duration::from_secs(20), 4096)
-            .expect("the pipes are usable");
+        let (process, c) = connected();
         let p = json!({});
         assert!(sent_alone(&c).await, "the first call");
         assert!(sent_alone(&c).await, "a call after a lone one");
@@ -631,9 +636,6 @@ mod tests {
         }
         assert!(!sent_alone(&c).await, "the first call after four in flight");
         assert!(sent_alone(&c).await, "the next one");
-        c.close();
-        process
-            .stop(Duration::from_secs(1), Duration::from_secs(1))
-            .await;
+        close(process, c).await;
     }
 }

@@ -257,11 +257,8 @@ mod tests {
     use std::time::Duration;
     use tokio::io::AsyncReadExt;
 
-    /// A line larger than the pipe holds is queued in part; closing then
-    /// closes the pipe only once all of it is written, in order, after the
-    /// lines sent before it.
-    #[tokio::test]
-    async fn close_writes_everything_queued_then_closes_the_pipe() {
+    /// `cat`, with an outbox on its stdin.
+    fn cat() -> (tokio::process::Child, Outbox) {
         let mut cat = tokio::process::Command::new("cat")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -269,6 +266,15 @@ mod tests {
             .spawn()
             .expect("cat runs");
         let outbox = Outbox::start(cat.stdin.take().expect("stdin")).expect("a pipe");
+        (cat, outbox)
+    }
+
+    /// A line larger than the pipe holds is queued in part; closing then
+    /// closes the pipe only once all of it is written, in order, after the
+    /// lines sent before it.
+    #[tokio::test]
+    async fn close_writes_everything_queued_then_closes_the_pipe() {
+        let (mut cat, outbox) = cat();
         let big = format!("{}\n", "x".repeat(1 << 20));
         outbox.send(b"first\n", false).expect("room");
         outbox.send(big.as_bytes(), false).expect("room");
@@ -287,20 +293,11 @@ mod tests {
         assert_eq!(out, format!("first\n{big}queued behind\n").into_bytes());
     }
 
-    /// Deferred lines wait for the flush their first sender owes, and go
-    /// out in one write with it, in order; a line that is no request does
-    /// not wait for that flush.
     /// Lines are written from the queue's end, so a long one grows the
     /// queue; once it is written, the queue gives that memory back.
     #[tokio::test]
     async fn a_long_line_leaves_no_long_queue_behind() {
-        let mut cat = tokio::process::Command::new("cat")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("cat runs");
-        let outbox = Outbox::start(cat.stdin.take().expect("stdin")).expect("a pipe");
+        let (mut cat, outbox) = cat();
         let long = format!("{}\n", "x".repeat(1 << 20));
         outbox.send(long.as_bytes(), false).expect("room");
         assert!(
@@ -322,15 +319,12 @@ mod tests {
         );
     }
 
+    /// Deferred lines wait for the flush their first sender owes, and go
+    /// out in one write with it, in order; a line that is no request does
+    /// not wait for that flush.
     #[tokio::test]
     async fn deferred_lines_wait_for_the_owed_flush_and_others_do_not() {
-        let mut cat = tokio::process::Command::new("cat")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("cat runs");
-        let outbox = Outbox::start(cat.stdin.take().expect("stdin")).expect("a pipe");
+        let (mut cat, outbox) = cat();
         assert_eq!(outbox.send(b"one\n", true), Ok(true), "owes the flush");
         assert_eq!(outbox.send(b"two\n", true), Ok(false), "queued behind");
         // Nothing is written until the flush, even with time to spare.
