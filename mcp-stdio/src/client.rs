@@ -75,6 +75,9 @@ pub(crate) struct Connection {
     /// found nothing ([`MISSED`]).
     skip_reads_now: AtomicU32,
     next_id: AtomicU64,
+    /// A lone call takes the pipe before it writes: the runtime has other
+    /// threads ([`Connection::request`]'s body).
+    lead_first: bool,
     timeout: Duration,
     sweeper: AbortHandle,
 }
@@ -117,6 +120,8 @@ impl Connection {
             inbox,
             skip_reads_now: AtomicU32::new(0),
             next_id: AtomicU64::new(1),
+            lead_first: tokio::runtime::Handle::current().runtime_flavor()
+                != tokio::runtime::RuntimeFlavor::CurrentThread,
             timeout,
             sweeper: sweeper.abort_handle(),
         })
@@ -178,6 +183,24 @@ impl Connection {
             owes_flush: false,
             led: false,
         };
+        // Where the reader task may run on another thread while this one
+        // writes, a lone call takes the pipe before it writes: the answer
+        // then wakes this caller, not the reader task, which would read it
+        // and send it on (most lone calls went so on a multi-thread runtime,
+        // the caller losing the thread to the server as its write woke it).
+        if !others_in_flight && self.lead_first {
+            guard.led = true;
+            let handle = |line: &[u8]| handle_line(&self.shared, &self.out, line, Some(id));
+            let early = poll_fn(|cx| Poll::Ready(self.inbox.lead(id, cx, handle))).await;
+            if let Some((answer, tx)) = early {
+                // Answered before it was asked, by a server that guessed
+                // the id; `lead` handed reading back already.
+                guard.armed = false;
+                guard.led = false;
+                drop(tx);
+                return answer;
+            }
+        }
         // Behind others in flight, the line is queued; if it starts the
         // queue, this request writes it, after one yield in which the other
         // callers of the moment queue theirs behind it (`outbox.rs`).
@@ -613,6 +636,59 @@ mod tests {
             assert_eq!(other, Raw::of("{}"));
         }
         close(process, c).await;
+    }
+
+    /// On a multi-thread runtime too, the caller of a lone call reads its
+    /// own answer (so its result comes read), not the reader task on the
+    /// worker. With the server and all of the client's threads on one CPU,
+    /// the caller's write lets the server run before the caller goes on;
+    /// the reader task, woken by the answer, read it first in most calls
+    /// while a lone call took the pipe only after its write.
+    #[test]
+    fn on_a_multi_thread_runtime_a_lone_call_reads_its_own_answer() {
+        let allowed = rustix::thread::sched_getaffinity(None).expect("the affinity");
+        let cpu = (0..rustix::thread::CpuSet::MAX_CPU)
+            .find(|&c| allowed.is_set(c))
+            .expect("a CPU");
+        let mut one = rustix::thread::CpuSet::new();
+        one.set(cpu);
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        rt.block_on(async {
+            let server = ServerConfig::new([
+                "taskset".to_owned(),
+                "-c".to_owned(),
+                cpu.to_string(),
+                "sed".to_owned(),
+                "-u".to_owned(),
+                r#"s/.*"id":\([0-9]*\).*/{"jsonrpc":"2.0","id":\1,"result":{}}/"#.to_owned(),
+            ]);
+            let (process, pipes) = ServerProcess::spawn("t", &server, std::path::Path::new("/"))
+                .unwrap_or_else(|f| panic!("sed starts: {f:?}"));
+            let process = Arc::new(process);
+            let c = Connection::start(pipes, Arc::clone(&process), Duration::from_secs(20), 4096)
+                .expect("the pipes are usable");
+            // The caller's thread and the runtime's worker on the server's
+            // CPU; pinned only now, so that no thread started for the
+            // process as a whole (the spawner) inherits the pin.
+            rustix::thread::sched_setaffinity(None, &one).expect("pinned");
+            let worker = tokio::spawn(async move { rustix::thread::sched_setaffinity(None, &one) });
+            worker.await.expect("ran").expect("pinned");
+            let args = Map::new();
+            let empty = spear_capabilities::CallResult::new(Vec::new());
+            let mut text = 0;
+            for _ in 0..2000 {
+                match c.request_call("t", &args).await.expect("answered") {
+                    Body::Call(result) => assert_eq!(result, empty),
+                    Body::Text(_) => text += 1,
+                }
+            }
+            close(process, c).await;
+            assert_eq!(text, 0, "answers read by the reader task, of 2000");
+        });
     }
 
     /// A lone call is one with nothing else in flight that follows another

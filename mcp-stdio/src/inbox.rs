@@ -24,6 +24,12 @@
 //! reported by the reader task alone, whoever saw it, since reporting it
 //! waits for the process (`client.rs`).
 //!
+//! On a runtime with other threads, a lone call leads from before its
+//! write (`client.rs`): its write wakes the server, which on a busy CPU
+//! runs and answers before the caller goes on, and the answer would then
+//! wake the reader task (the last to poll the pipe), on a worker, to read
+//! it and send it on.
+//!
 //! Before it waits at all, a caller whose request was just written may read
 //! *now* ([`Inbox::read_now`]): a server on the same CPU has often answered
 //! by the time the write returns, and a read straight from the pipe then
