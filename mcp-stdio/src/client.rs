@@ -51,7 +51,13 @@ type Answer = Result<Body, Failure>;
 struct Waiter {
     tx: oneshot::Sender<Answer>,
     deadline: Instant,
-    /// A `tools/call`: its result is read as one as the answer is decoded.
+}
+
+/// The caller reading the server's stdout for its own answer: the answer
+/// to request `id`, a `tools/call` if `call`.
+#[derive(Debug, Clone, Copy)]
+struct Me {
+    id: u64,
     call: bool,
 }
 
@@ -166,7 +172,7 @@ impl Connection {
             if let Some(failure) = &shared.failure {
                 return Err(failure.clone());
             }
-            shared.pending.insert(id, Waiter { tx, deadline, call });
+            shared.pending.insert(id, Waiter { tx, deadline });
             // Alone is a request with nothing else in flight that also
             // follows one that was alone: calls in flight are answered in
             // batches, and their callers all take their answers before any
@@ -176,6 +182,7 @@ impl Connection {
             let crowded = shared.pending.len() > 1;
             std::mem::replace(&mut shared.crowded, crowded) || crowded
         };
+        let me = Some(Me { id, call });
         let mut guard = Pending {
             id,
             connection: self,
@@ -190,7 +197,7 @@ impl Connection {
         // the caller losing the thread to the server as its write woke it).
         if !others_in_flight && self.lead_first {
             guard.led = true;
-            let handle = |line: &[u8]| handle_line(&self.shared, &self.out, line, Some(id));
+            let handle = |line: &[u8]| handle_line(&self.shared, &self.out, line, me);
             let early = poll_fn(|cx| Poll::Ready(self.inbox.lead(id, cx, handle))).await;
             if let Some((answer, tx)) = early {
                 // Answered before it was asked, by a server that guessed
@@ -219,7 +226,7 @@ impl Connection {
         if !others_in_flight && self.hopeful() {
             let mine = self
                 .inbox
-                .read_now(|line| handle_line(&self.shared, &self.out, line, Some(id)));
+                .read_now(|line| handle_line(&self.shared, &self.out, line, me));
             if let Some((answer, tx)) = mine {
                 guard.armed = false;
                 drop(rx);
@@ -248,7 +255,7 @@ impl Connection {
             if leads {
                 guard.led = true;
                 let mine = self.inbox.lead(id, cx, |line| {
-                    handle_line(&self.shared, &self.out, line, Some(id))
+                    handle_line(&self.shared, &self.out, line, me)
                 });
                 if let Some((answer, tx)) = mine {
                     // `lead` handed reading back already.
@@ -478,25 +485,20 @@ async fn read_loop(
     fail(&shared, failure);
 }
 
-/// Hands one line from the server to whom it is for. The answer to request
-/// `me`, when its caller reads, is kept for it with its sender (sending it
-/// would wake that caller, who is already awake).
+/// Hands one line from the server to whom it is for. The answer to `me`,
+/// the caller reading, is kept for it with its sender (sending it would
+/// wake that caller, who is already awake).
 fn handle_line(
     shared: &Mutex<Shared>,
     out: &Outbox,
     line: &[u8],
-    me: Option<u64>,
+    me: Option<Me>,
 ) -> Flow<(Answer, oneshot::Sender<Answer>)> {
     // Only the caller reading its own answer reads its result on the way:
     // the reader task hands results on as text, to be read by their
     // callers, which may run on other threads, instead of reading them all
     // itself before it wakes the next caller.
-    let mut is_call = |id: &Value| {
-        let id = id.as_u64();
-        id.is_some()
-            && id == me
-            && id.is_some_and(|id| lock(shared).pending.get(&id).is_some_and(|w| w.call))
-    };
+    let mut is_call = |id: &Value| me.is_some_and(|me| me.call && id.as_u64() == Some(me.id));
     match codec::decode_as(line, Some(&mut is_call)) {
         Incoming::Junk => {
             let mut shared = lock(shared);
@@ -516,7 +518,7 @@ fn handle_line(
             };
             if let Some(waiter) = waiter {
                 let answer = outcome.map_err(|(code, message)| Failure::Rejected { code, message });
-                if id.is_some() && id == me {
+                if me.is_some_and(|me| id == Some(me.id)) {
                     return Flow::Mine((answer, waiter.tx));
                 }
                 let _ = waiter.tx.send(answer);

@@ -61,17 +61,17 @@ impl<'de> Visitor<'de> for ResultVisitor {
         let mut content: Option<Option<Blocks>> = None;
         let mut structured: Option<Option<Value>> = None;
         let mut is_error: Option<Option<bool>> = None;
-        while let Some(key) = map.next_key::<ResultKey>()? {
+        while let Some(key) = map.next_key::<Key>()? {
             match key {
-                ResultKey::Content if content.is_none() => content = Some(map.next_value()?),
-                ResultKey::Structured if structured.is_none() => {
+                Key::Content if content.is_none() => content = Some(map.next_value()?),
+                Key::StructuredContent if structured.is_none() => {
                     structured = Some(map.next_value()?);
                 }
-                ResultKey::IsError if is_error.is_none() => is_error = Some(map.next_value()?),
-                ResultKey::Other => {
+                Key::IsError if is_error.is_none() => is_error = Some(map.next_value()?),
+                Key::Content | Key::StructuredContent | Key::IsError => return Err(give_up()),
+                _ => {
                     map.next_value::<IgnoredAny>()?;
                 }
-                _ => return Err(give_up()),
             }
         }
         let blocks = content.flatten().map(|b| b.0).unwrap_or_default();
@@ -86,38 +86,12 @@ impl<'de> Visitor<'de> for ResultVisitor {
     }
 }
 
-/// The members of a result that the mapping reads.
-enum ResultKey {
-    Content,
-    Structured,
-    IsError,
-    Other,
-}
-
-impl<'de> de::Deserialize<'de> for ResultKey {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct KeyVisitor;
-        impl Visitor<'_> for KeyVisitor {
-            type Value = ResultKey;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a member name")
-            }
-            fn visit_str<E: de::Error>(self, key: &str) -> Result<ResultKey, E> {
-                Ok(match key {
-                    "content" => ResultKey::Content,
-                    "structuredContent" => ResultKey::Structured,
-                    "isError" => ResultKey::IsError,
-                    _ => ResultKey::Other,
-                })
-            }
-        }
-        d.deserialize_identifier(KeyVisitor)
-    }
-}
-
-/// The members of a block that the mapping reads.
+/// The members of a result, and of a block, that the mapping reads.
 #[derive(Clone, Copy)]
 enum Key {
+    Content,
+    StructuredContent,
+    IsError,
     Type,
     Text,
     MimeType,
@@ -149,6 +123,9 @@ impl Visitor<'_> for KeyVisitor {
 
     fn visit_str<E: de::Error>(self, key: &str) -> Result<Key, E> {
         Ok(match key {
+            "content" => Key::Content,
+            "structuredContent" => Key::StructuredContent,
+            "isError" => Key::IsError,
             "type" => Key::Type,
             "text" => Key::Text,
             "mimeType" => Key::MimeType,
