@@ -15,7 +15,7 @@ use serde_json::{Map, Value, json};
 use spear_capabilities::CallResult;
 use tokio::io::{AsyncRead, ReadBuf};
 
-use crate::wire;
+use crate::{scan, wire};
 
 /// The longest line accepted from a server, newline included.
 pub const MAX_LINE: usize = 16 * 1024 * 1024;
@@ -65,25 +65,35 @@ pub(crate) enum Body {
 /// reading its own answer, reads a `tools/call` result into its type on
 /// the way instead ([`Body::Call`]).
 #[derive(Debug, Clone)]
-pub(crate) struct Raw(Box<RawValue>);
+pub(crate) struct Raw(Box<str>);
 
 impl Raw {
+    /// `json`, which the caller checked is one JSON value, without
+    /// whitespace around it.
+    pub(crate) fn checked(json: &str) -> Raw {
+        Raw(json.into())
+    }
+
     /// The JSON text.
     pub(crate) fn get(&self) -> &str {
-        self.0.get()
+        &self.0
     }
 
     /// The result as a `Value` tree, for the answers read that way
     /// (`initialize`, `tools/list`).
     pub(crate) fn to_value(&self) -> Value {
-        // Valid JSON by construction, and serde_json parses any valid JSON
-        // into a `Value` (its recursion limit was already met by the check).
+        // Valid JSON by construction, its depth within serde_json's limit;
+        // what a `Value` cannot hold (a lone surrogate escape, a number
+        // past f64's range) reads as `null`, which no reader takes.
         serde_json::from_str(self.get()).unwrap_or(Value::Null)
     }
 
     #[cfg(test)]
     pub(crate) fn of(json: &str) -> Raw {
-        Raw(RawValue::from_string(json.to_owned()).expect("valid JSON"))
+        Raw(RawValue::from_string(json.to_owned())
+            .expect("valid JSON")
+            .get()
+            .into())
     }
 }
 
@@ -447,12 +457,25 @@ pub(crate) fn decode(line: &[u8]) -> Incoming {
 /// where the reader would check the result and the caller then read it
 /// again. A result that is not the plain case is read as text after all
 /// (the line is decoded again), so the two ways never disagree.
+///
+/// The plainest answers are read by hand (`scan.rs`); any other line, and
+/// any the hand reader is not sure of, through serde_json.
 pub(crate) fn decode_as(line: &[u8], is_call: Option<&mut dyn FnMut(&Value) -> bool>) -> Incoming {
     // JSON text is UTF-8 (RFC 8259): checked once here, so that the parse
     // below checks no string again, nor the result it keeps as text.
     let Ok(line) = std::str::from_utf8(line) else {
         return Incoming::Junk;
     };
+    let mut is_call = is_call;
+    if let Some(answer) = scan::answer(line, &mut is_call) {
+        return answer;
+    }
+    decode_json(line, is_call)
+}
+
+/// [`decode_as`] for a line that is UTF-8, read through serde_json alone:
+/// the way that has the last word where `scan.rs` has none.
+pub(crate) fn decode_json(line: &str, is_call: Option<&mut dyn FnMut(&Value) -> bool>) -> Incoming {
     if line.trim_ascii_start().starts_with('[') {
         return match serde_json::from_str::<IgnoredAny>(line) {
             Ok(_) => Incoming::Batch,
@@ -489,7 +512,7 @@ pub(crate) fn decode_as(line: &[u8], is_call: Option<&mut dyn FnMut(&Value) -> b
         (Some(result), None) => Incoming::Response {
             id,
             outcome: Ok(match result {
-                Member::Text(text) => Body::Text(Raw(text.to_owned())),
+                Member::Text(text) => Body::Text(Raw::checked(text.get())),
                 Member::Call(result) => Body::Call(result),
             }),
         },
@@ -801,6 +824,9 @@ mod tests {
         ] {
             assert_eq!(decode_call(line), decode(line.as_bytes()), "{line}");
         }
+        // Asked once by the hand reader and once more by serde_json where
+        // the first leaves the line to it.
+        asked.dedup();
         assert_eq!(asked[..4], [json!(7), json!(9), json!(10), json!(1)]);
     }
 

@@ -4,7 +4,7 @@ use serde_json::{Map, Value};
 use spear_capabilities::{CallResult, Content, ResourceBody};
 
 use crate::codec::Raw;
-use crate::wire;
+use crate::{scan, wire};
 
 /// Maps a `CallToolResult` as the server wrote it: straight from the text
 /// when it is well formed ([`wire`]), else through [`call_result`], which
@@ -13,7 +13,8 @@ use crate::wire;
 /// # Errors
 /// As [`call_result`].
 pub(crate) fn call_result_raw(raw: &Raw) -> Result<CallResult, String> {
-    match wire::call_result(raw.get()) {
+    let text = raw.get();
+    match scan::call_result(text).or_else(|| wire::call_result(text)) {
         Some(result) => Ok(result),
         None => call_result(raw.to_value()),
     }

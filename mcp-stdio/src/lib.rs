@@ -29,6 +29,7 @@ mod inbox;
 mod outbox;
 mod process;
 mod provider;
+mod scan;
 mod tools;
 mod trace;
 mod wire;

@@ -4,8 +4,11 @@
 //! It accepts only what it can map exactly as the `Value` path does (every
 //! member it reads has the one type that path takes without a note), and
 //! gives up on anything else, which then goes the `Value` path and gets
-//! that path's answer and error messages. So the two never disagree; the
-//! fuzz target `mcp_stdout` checks that on every answer it reads.
+//! that path's answer and error messages. So the two never disagree on a
+//! result a `Value` can hold (one that cannot, a lone surrogate escape or a
+//! number past f64's range in a member skipped here, the `Value` path
+//! calls malformed); the fuzz target `mcp_stdout` checks that on every
+//! answer it reads.
 //!
 //! The result and its blocks are read by hand-written visitors that take
 //! only a map: a derived struct also reads itself from an array

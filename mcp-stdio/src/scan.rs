@@ -1,0 +1,553 @@
+//! The plainest answers read by hand, in one pass over their bytes.
+//!
+//! Nearly every line a server writes is the answer to one of our requests:
+//! `{"jsonrpc":"2.0","id":7,"result":{...}}`, and a `tools/call` result is
+//! nearly always text blocks. Read through serde_json's visitors
+//! (`codec.rs`, `wire.rs`) such an answer cost more than all the rest of a
+//! call's work in the client; read here, byte by byte, it costs a fraction.
+//!
+//! This reader is only a shortcut. It answers `None` wherever it is not
+//! sure, and the serde_json path then reads the line and has the last word:
+//! a member it does not know the meaning of, a key or a `jsonrpc` with
+//! escapes, an `id` that is not a plain unsigned integer, an escape for a
+//! UTF-16 surrogate, a value nested deeper than [`MAX_DEPTH`], anything
+//! that is not JSON. Where it answers, it answers exactly as that path
+//! does; the fuzz target `mcp_stdout` checks that on every line it reads.
+
+use serde_json::Value;
+use spear_capabilities::{CallResult, Content};
+
+use crate::codec::{Body, Incoming, Raw};
+
+/// Deeper than this, a value is left to serde_json (whose limit is 128).
+const MAX_DEPTH: usize = 64;
+
+/// An answer with a result, or `None` when the serde_json path must read
+/// `line`. With `is_call`, a `result` after an `id` that `is_call` names is
+/// read as a `tools/call` result, as `codec::decode_as` does.
+pub(crate) fn answer(
+    line: &str,
+    is_call: &mut Option<&mut dyn FnMut(&Value) -> bool>,
+) -> Option<Incoming> {
+    let mut s = Scan::new(line);
+    let mut version = false;
+    let mut id = None;
+    let mut result = None;
+    s.object(|s, key| {
+        match key? {
+            "jsonrpc" if !version => {
+                version = s.plain_string()? == "2.0";
+                version.then_some(())?;
+            }
+            "id" if id.is_none() => id = Some(s.id()?),
+            "result" if result.is_none() => {
+                let call = match (is_call.as_mut(), id) {
+                    (Some(is_call), Some(id)) => is_call(&Value::from(id)),
+                    _ => false,
+                };
+                result = Some(if call {
+                    Body::Call(s.call_result()?)
+                } else {
+                    Body::Text(Raw::checked(s.value_text()?))
+                });
+            }
+            "jsonrpc" | "id" | "result" | "method" | "error" => return None,
+            _ => s.skip(1)?,
+        }
+        Some(())
+    })?;
+    s.end()?;
+    version.then_some(())?;
+    Some(Incoming::Response {
+        id: Value::from(id?),
+        outcome: Ok(result?),
+    })
+}
+
+/// A `tools/call` result read from its text, or `None` when
+/// `wire::call_result` (and behind it the `Value` path) must read it.
+pub(crate) fn call_result(json: &str) -> Option<CallResult> {
+    let mut s = Scan::new(json);
+    let result = s.call_result()?;
+    s.end()?;
+    Some(result)
+}
+
+/// A cursor over JSON text.
+struct Scan<'a> {
+    text: &'a str,
+    at: usize,
+}
+
+impl<'a> Scan<'a> {
+    fn new(text: &'a str) -> Self {
+        Scan { text, at: 0 }
+    }
+
+    fn bytes(&self) -> &'a [u8] {
+        self.text.as_bytes()
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.bytes().get(self.at).copied()
+    }
+
+    fn next(&mut self) -> Option<u8> {
+        let b = self.peek()?;
+        self.at += 1;
+        Some(b)
+    }
+
+    fn eat(&mut self, want: u8) -> Option<()> {
+        (self.next()? == want).then_some(())
+    }
+
+    /// Skips JSON whitespace.
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
+            self.at += 1;
+        }
+    }
+
+    /// Nothing but whitespace is left.
+    fn end(&mut self) -> Option<()> {
+        self.ws();
+        (self.at == self.text.len()).then_some(())
+    }
+
+    /// An object, each member handed to `member` with its key (`None` for a
+    /// key with escapes, which only a skipped object may take), the cursor
+    /// at its value. `member` reads the value.
+    fn object(
+        &mut self,
+        mut member: impl FnMut(&mut Self, Option<&'a str>) -> Option<()>,
+    ) -> Option<()> {
+        self.ws();
+        self.eat(b'{')?;
+        self.ws();
+        if self.peek() == Some(b'}') {
+            self.at += 1;
+            return Some(());
+        }
+        loop {
+            let (key, escaped) = self.string()?;
+            self.ws();
+            self.eat(b':')?;
+            self.ws();
+            member(self, (!escaped).then_some(key))?;
+            self.ws();
+            match self.next()? {
+                b',' => self.ws(),
+                b'}' => return Some(()),
+                _ => return None,
+            }
+        }
+    }
+
+    /// An array, `element` called with the cursor at each element.
+    fn array(&mut self, mut element: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
+        self.eat(b'[')?;
+        self.ws();
+        if self.peek() == Some(b']') {
+            self.at += 1;
+            return Some(());
+        }
+        loop {
+            element(self)?;
+            self.ws();
+            match self.next()? {
+                b',' => self.ws(),
+                b']' => return Some(()),
+                _ => return None,
+            }
+        }
+    }
+
+    /// A string, checked: its text between the quotes as written, and
+    /// whether that has escapes.
+    fn string(&mut self) -> Option<(&'a str, bool)> {
+        self.eat(b'"')?;
+        let start = self.at;
+        let mut escaped = false;
+        loop {
+            self.at = plain_run(self.bytes(), self.at);
+            match self.next()? {
+                b'"' => return Some((self.text.get(start..self.at - 1)?, escaped)),
+                b'\\' => {
+                    escaped = true;
+                    self.escape()?;
+                }
+                _ => return None, // a control character
+            }
+        }
+    }
+
+    /// A string without escapes.
+    fn plain_string(&mut self) -> Option<&'a str> {
+        match self.string()? {
+            (s, false) => Some(s),
+            (_, true) => None,
+        }
+    }
+
+    /// A string, its escapes decoded.
+    fn owned_string(&mut self) -> Option<String> {
+        let (raw, escaped) = self.string()?;
+        if !escaped {
+            return Some(raw.to_owned());
+        }
+        let mut out = String::with_capacity(raw.len());
+        let mut rest = raw;
+        while let Some(i) = rest.find('\\') {
+            out.push_str(&rest[..i]);
+            let mut s = Scan::new(rest.get(i + 1..)?);
+            out.push(s.escape()?);
+            rest = rest.get(i + 1 + s.at..)?;
+        }
+        out.push_str(rest);
+        Some(out)
+    }
+
+    /// The escape after a backslash: the character it stands for. A UTF-16
+    /// surrogate (half of a pair, or alone) is left to serde_json.
+    fn escape(&mut self) -> Option<char> {
+        Some(match self.next()? {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => {
+                let hex = self.text.get(self.at..self.at + 4)?;
+                if !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                    return None;
+                }
+                self.at += 4;
+                char::from_u32(u32::from_str_radix(hex, 16).ok()?)?
+            }
+            _ => return None,
+        })
+    }
+
+    /// An `id`: an unsigned integer as serde_json reads one into a `u64`.
+    fn id(&mut self) -> Option<u64> {
+        let start = self.at;
+        let mut n: u64 = 0;
+        while let Some(b @ b'0'..=b'9') = self.peek() {
+            n = n.checked_mul(10)?.checked_add(u64::from(b - b'0'))?;
+            self.at += 1;
+        }
+        let digits = self.at - start;
+        let leading_zero = digits > 1 && self.bytes()[start] == b'0';
+        if digits == 0 || leading_zero || matches!(self.peek(), Some(b'.' | b'e' | b'E')) {
+            return None;
+        }
+        Some(n)
+    }
+
+    /// The text of one value, checked.
+    fn value_text(&mut self) -> Option<&'a str> {
+        let start = self.at;
+        self.skip(1)?;
+        self.text.get(start..self.at)
+    }
+
+    /// Checks one value, `depth` containers deep, and steps over it.
+    fn skip(&mut self, depth: usize) -> Option<()> {
+        match self.peek()? {
+            b'{' if depth < MAX_DEPTH => self.object(|s, _| s.skip(depth + 1)),
+            b'[' if depth < MAX_DEPTH => self.array(|s| s.skip(depth + 1)),
+            b'"' => self.string().map(drop),
+            b't' => self.literal("true"),
+            b'f' => self.literal("false"),
+            b'n' => self.literal("null"),
+            b'-' | b'0'..=b'9' => self.number(),
+            _ => None,
+        }
+    }
+
+    fn literal(&mut self, word: &str) -> Option<()> {
+        self.text.get(self.at..)?.starts_with(word).then_some(())?;
+        self.at += word.len();
+        Some(())
+    }
+
+    /// A number, by RFC 8259's grammar.
+    fn number(&mut self) -> Option<()> {
+        if self.peek() == Some(b'-') {
+            self.at += 1;
+        }
+        match self.next()? {
+            b'0' => {}
+            b'1'..=b'9' => self.digits(),
+            _ => return None,
+        }
+        if self.peek() == Some(b'.') {
+            self.at += 1;
+            self.some_digits()?;
+        }
+        if let Some(b'e' | b'E') = self.peek() {
+            self.at += 1;
+            if let Some(b'+' | b'-') = self.peek() {
+                self.at += 1;
+            }
+            self.some_digits()?;
+        }
+        Some(())
+    }
+
+    fn digits(&mut self) {
+        while let Some(b'0'..=b'9') = self.peek() {
+            self.at += 1;
+        }
+    }
+
+    fn some_digits(&mut self) -> Option<()> {
+        let start = self.at;
+        self.digits();
+        (self.at > start).then_some(())
+    }
+
+    /// A `tools/call` result of text blocks, and `isError`; any member of
+    /// another meaning is left to the other paths.
+    fn call_result(&mut self) -> Option<CallResult> {
+        let mut content = None;
+        let mut is_error = None;
+        self.object(|s, key| {
+            match key? {
+                "content" if content.is_none() => content = Some(s.blocks()?),
+                "isError" if is_error.is_none() => is_error = Some(s.boolean()?),
+                "content" | "isError" | "structuredContent" => return None,
+                _ => s.skip(2)?,
+            }
+            Some(())
+        })?;
+        let result = CallResult::new(content.unwrap_or_default());
+        Some(match is_error {
+            Some(is_error) => result.with_error(is_error),
+            None => result,
+        })
+    }
+
+    fn boolean(&mut self) -> Option<bool> {
+        match self.peek()? {
+            b't' => self.literal("true").map(|()| true),
+            b'f' => self.literal("false").map(|()| false),
+            _ => None,
+        }
+    }
+
+    /// The `content` array: text blocks only.
+    fn blocks(&mut self) -> Option<Vec<Content>> {
+        let mut blocks = Vec::new();
+        self.array(|s| {
+            blocks.push(s.text_block()?);
+            Some(())
+        })?;
+        Some(blocks)
+    }
+
+    /// `{"type":"text","text":...}`, with members that no block kind reads
+    /// (`annotations`, `_meta`) skipped.
+    fn text_block(&mut self) -> Option<Content> {
+        let mut kind = false;
+        let mut text = None;
+        self.object(|s, key| {
+            match key? {
+                "type" if !kind => {
+                    kind = s.plain_string()? == "text";
+                    kind.then_some(())?;
+                }
+                "text" if text.is_none() => text = Some(s.owned_string()?),
+                "type" | "text" | "mimeType" | "data" | "uri" | "name" | "title"
+                | "description" | "size" | "resource" | "blob" => return None,
+                _ => s.skip(3)?,
+            }
+            Some(())
+        })?;
+        kind.then_some(())?;
+        Some(Content::text(text?))
+    }
+}
+
+/// Where the run of plain string bytes from `at` ends: at the first quote,
+/// backslash or control character, or the end. Eight bytes at a time.
+fn plain_run(bytes: &[u8], mut at: usize) -> usize {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
+    // The bytes of `word` equal to zero: exact in the lowest one flagged,
+    // which is all that is read of it.
+    let zero = |word: u64| word.wrapping_sub(ONES) & !word & HIGH;
+    while let Some(chunk) = bytes.get(at..at + 8) {
+        let word = u64::from_le_bytes(chunk.try_into().unwrap_or_default());
+        let special = zero(word ^ (ONES * u64::from(b'"')))
+            | zero(word ^ (ONES * u64::from(b'\\')))
+            // Below 0x20: a byte minus 0x20 that borrows, from a byte
+            // without its high bit set.
+            | (word.wrapping_sub(ONES * 0x20) & !word & HIGH);
+        if special != 0 {
+            return at + special.trailing_zeros() as usize / 8;
+        }
+        at += 8;
+    }
+    while let Some(&b) = bytes.get(at) {
+        if b == b'"' || b == b'\\' || b < 0x20 {
+            return at;
+        }
+        at += 1;
+    }
+    at
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::decode_json;
+
+    /// Reads `line` by hand and through serde_json, as the answer to a call
+    /// and not; where the hand reader answers, the two must agree. Whether
+    /// it answered, as an answer to a call and not.
+    fn read_by_hand(line: &str) -> [bool; 2] {
+        [true, false].map(|call| {
+            let mut named = |_: &Value| call;
+            let fast = answer(line, &mut Some(&mut named));
+            if let Some(fast) = &fast {
+                let slow = decode_json(line, Some(&mut |_: &Value| call));
+                assert_eq!(fast, &slow, "{line}");
+            }
+            fast.is_some()
+        })
+    }
+
+    #[test]
+    fn plain_answers_are_read_by_hand_as_serde_json_reads_them() {
+        let answered = [
+            r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"hi"}]}}"#,
+            r#" { "jsonrpc" : "2.0" ,	"id" : 0 , "result" : { } } "#,
+            r#"{"result":{"content":[]},"id":3,"jsonrpc":"2.0"}"#,
+            r#"{"jsonrpc":"2.0","id":18446744073709551615,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"a\"\n\u00e9\\\/\b\f\r\t\u0000 é"}]}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"isError":true,"content":[{"text":"x","type":"text","annotations":{"audience":["user"]},"_meta":{}}],"_meta":{"n":[-0.5e+10,0,1E5,-0,2.25E-3,true,false,null,"x\u0041",{},[]]}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"isError":false}}"#,
+            r#"{"jsonrpc":"2.0","id":2,"extra":{"a":[1,{"b":null}],"k\"ey":"v"},"result":{"tools":[]}}"#,
+            "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"a\u{7f}\"}]}}\r",
+        ];
+        for line in answered {
+            let [_, as_text] = read_by_hand(line);
+            assert!(as_text, "not read by hand: {line}");
+        }
+        // A result that is no call result is read as text, by serde_json.
+        for result in ["null", "\"text\"", "[1, 2]", r#"{"content":5}"#] {
+            let line = format!(r#"{{"jsonrpc":"2.0","id":2,"result":{result}}}"#);
+            assert_eq!(read_by_hand(&line), [false, true], "{line}");
+        }
+    }
+
+    #[test]
+    fn anything_else_is_left_to_serde_json() {
+        let deep = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"result":{{"deep":{}1{}}}}}"#,
+            "[".repeat(70),
+            "]".repeat(70)
+        );
+        let left = [
+            r#"{"jsonrpc":"1.0","id":1,"result":{}}"#,
+            r#"{"id":1,"result":{}}"#,
+            r#"{"jsonrpc":"2\u002e0","id":1,"result":{}}"#,
+            r#"{"jsonrpc":null,"id":1,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":"a","result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":-1,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1.0,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":01,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1e2,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":18446744073709551616,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/progress"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"no"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{},"error":null}"#,
+            r#"{"jsonrpc":"2.0","id":1,"id":2,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","jsonrpc":"2.0","id":1,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{},"result":{}}"#,
+            r#"{"jsonrpc":"2.0","\u0069d":1,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"\ud83d\ude00"}]}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"x":"\udc00"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"x":"\u12"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"x":"\q"}}"#,
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"x\":\"a\tb\"}}",
+            r#"{"jsonrpc":"2.0","id":1,"result":{"x":01}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"x":1.}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"x":-}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"x":.5}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"x":1e}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"x":tru}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"x":[1,]}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"x":1,}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"x" 1}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{}}x"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{}"#,
+            "\u{feff}{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}",
+            r#"[{"jsonrpc":"2.0","id":1,"result":{}}]"#,
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"x\":\"\u{0}\"}}",
+            "",
+            "log line",
+            &deep,
+        ];
+        for line in left {
+            assert_eq!(read_by_hand(line), [false, false], "read by hand: {line}");
+        }
+    }
+
+    #[test]
+    fn call_results_of_other_kinds_are_left_to_the_other_paths() {
+        let read = [
+            r#"{"content":[{"type":"text","text":"hi"}]}"#,
+            r#"{}"#,
+            r#"{"isError":true,"_meta":{"a":[1,2]},"type":"x","text":5}"#,
+        ];
+        let left = [
+            r#"{"content":[],"structuredContent":{"n":1}}"#,
+            r#"{"content":[{"type":"image","data":"aGk=","mimeType":"image/png"}]}"#,
+            r#"{"content":[{"type":"text","text":"x","mimeType":"text/plain"}]}"#,
+            r#"{"content":[{"type":"t\u0065xt","text":"hi"}]}"#,
+            r#"{"content":[{"type":"text"}]}"#,
+            r#"{"content":[{"text":"x"}]}"#,
+            r#"{"content":[{"type":"text","text":null}]}"#,
+            r#"{"content":[{"type":"text","type":"text","text":"x"}]}"#,
+            r#"{"content":null}"#,
+            r#"{"content":{}}"#,
+            r#"{"content":[],"content":[]}"#,
+            r#"{"isError":null}"#,
+            r#"{"isError":"yes"}"#,
+            r#"[]"#,
+            "null",
+        ];
+        for json in read.iter().chain(&left) {
+            let fast = call_result(json);
+            assert_eq!(fast.is_some(), read.contains(json), "{json}");
+            if let Some(fast) = fast {
+                assert_eq!(Some(fast), crate::wire::call_result(json), "{json}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_run_of_plain_bytes_ends_at_the_first_special_one() {
+        let text = "abcdefghijklmnopqrstuvwxyzé\u{7f}";
+        for special in ["\"", "\\", "\u{0}", "\u{1f}", "\n"] {
+            for at in 0..text.len() {
+                if !text.is_char_boundary(at) {
+                    continue;
+                }
+                let s = format!("{}{special}{}", &text[..at], &text[at..]);
+                assert_eq!(plain_run(s.as_bytes(), 0), at, "{s:?}");
+                assert_eq!(plain_run(s.as_bytes(), at), at, "{s:?}");
+            }
+        }
+        assert_eq!(plain_run(text.as_bytes(), 3), text.len());
+    }
+}
