@@ -53,12 +53,18 @@ struct Waiter {
     deadline: Instant,
 }
 
-/// The caller reading the server's stdout for its own answer: the answer
-/// to request `id`, a `tools/call` if `call`.
-#[derive(Debug, Clone, Copy)]
-struct Me {
-    id: u64,
-    call: bool,
+/// A request's id tells its kind: a `tools/call`'s is odd, any other
+/// request's even. So whoever reads an answer, the reader task or a caller,
+/// knows without a lookup that its result is a call's and reads it as one
+/// on the way ([`codec::decode_as`]): one pass over the line, where the
+/// reader would check the result as JSON and its caller then read it again.
+fn request_id(n: u64, call: bool) -> u64 {
+    n * 2 + u64::from(call)
+}
+
+/// Whether `id` is a `tools/call`'s ([`request_id`]).
+fn is_call_id(id: u64) -> bool {
+    id % 2 == 1
 }
 
 #[derive(Debug, Default)]
@@ -69,6 +75,9 @@ struct Shared {
     crowded: bool,
     failure: Option<Failure>,
     stats: Stats,
+    /// Answers sent on to their callers, not read by them.
+    #[cfg(test)]
+    handed_on: u64,
 }
 
 /// One connection to one server.
@@ -152,10 +161,9 @@ impl Connection {
         }
     }
 
-    /// [`Connection::request`] for a `tools/call`. When its caller reads its
-    /// own answer (a lone call), the result is read into its type as the
-    /// answer is decoded, where it can be ([`codec::decode_as`]); otherwise
-    /// it comes as text.
+    /// [`Connection::request`] for a `tools/call`: its result is read into
+    /// its type as the answer is decoded, by whoever reads it, where it is
+    /// the plain case ([`request_id`]); otherwise it comes as text.
     pub(crate) async fn request_call(&self, tool: &str, arguments: &Map<String, Value>) -> Answer {
         let write = |queue: &mut Vec<u8>, id| codec::write_call(queue, id, tool, arguments);
         self.exchange(true, write).await
@@ -164,7 +172,7 @@ impl Connection {
     /// Sends the request that `write` appends to the outbox's queue, given
     /// its id, and waits for its answer.
     async fn exchange(&self, call: bool, write: impl FnOnce(&mut Vec<u8>, u64)) -> Answer {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let id = request_id(self.next_id.fetch_add(1, Ordering::Relaxed), call);
         let (tx, rx) = oneshot::channel();
         let others_in_flight = {
             let deadline = Instant::now() + self.timeout;
@@ -182,7 +190,7 @@ impl Connection {
             let crowded = shared.pending.len() > 1;
             std::mem::replace(&mut shared.crowded, crowded) || crowded
         };
-        let me = Some(Me { id, call });
+        let me = Some(id);
         let mut guard = Pending {
             id,
             connection: self,
@@ -485,20 +493,16 @@ async fn read_loop(
     fail(&shared, failure);
 }
 
-/// Hands one line from the server to whom it is for. The answer to `me`,
-/// the caller reading, is kept for it with its sender (sending it would
-/// wake that caller, who is already awake).
+/// Hands one line from the server to whom it is for. The answer to
+/// request `me`, whose caller reads, is kept for it with its sender
+/// (sending it would wake that caller, who is already awake).
 fn handle_line(
     shared: &Mutex<Shared>,
     out: &Outbox,
     line: &[u8],
-    me: Option<Me>,
+    me: Option<u64>,
 ) -> Flow<(Answer, oneshot::Sender<Answer>)> {
-    // Only the caller reading its own answer reads its result on the way:
-    // the reader task hands results on as text, to be read by their
-    // callers, which may run on other threads, instead of reading them all
-    // itself before it wakes the next caller.
-    let mut is_call = |id: &Value| me.is_some_and(|me| me.call && id.as_u64() == Some(me.id));
+    let mut is_call = |id: &Value| id.as_u64().is_some_and(is_call_id);
     match codec::decode_as(line, Some(&mut is_call)) {
         Incoming::Junk => {
             let mut shared = lock(shared);
@@ -518,8 +522,12 @@ fn handle_line(
             };
             if let Some(waiter) = waiter {
                 let answer = outcome.map_err(|(code, message)| Failure::Rejected { code, message });
-                if me.is_some_and(|me| id == Some(me.id)) {
+                if me.is_some() && id == me {
                     return Flow::Mine((answer, waiter.tx));
+                }
+                #[cfg(test)]
+                {
+                    lock(shared).handed_on += 1;
                 }
                 let _ = waiter.tx.send(answer);
             }
@@ -624,25 +632,53 @@ mod tests {
         c.skip_reads_now.load(Ordering::Relaxed) == 4
     }
 
-    /// A lone call, whose caller reads its own answer, gets its result read
-    /// into its type on the way; any other request's is handed on as text.
+    /// A call gets its result read into its type on the way, whether its
+    /// caller reads its answer (a lone call) or the reader task does (calls
+    /// in flight); any other request's is handed on as text.
     #[tokio::test]
-    async fn a_lone_call_gets_its_result_read_and_other_requests_text() {
+    async fn a_call_gets_its_result_read_and_other_requests_text() {
         let (process, c) = connected();
         let args = Map::new();
-        let empty = spear_capabilities::CallResult::new(Vec::new());
+        let empty = Body::Call(spear_capabilities::CallResult::new(Vec::new()));
+        let text = Raw::of("{}");
         for _ in 0..3 {
             let call = c.request_call("t", &args).await.expect("answered");
-            assert_eq!(call, Body::Call(empty.clone()));
+            assert_eq!(call, empty);
             let other = c.request("x", &json!({})).await.expect("answered");
-            assert_eq!(other, Raw::of("{}"));
+            assert_eq!(other, text);
         }
+        let before = lock(&c.shared).handed_on;
+        let params = json!({});
+        let (a, b, x) = tokio::join!(
+            c.request_call("t", &args),
+            c.request_call("t", &args),
+            c.request("x", &params),
+        );
+        assert_eq!(
+            [a.expect("answered"), b.expect("answered")],
+            [empty.clone(), empty]
+        );
+        assert_eq!(x.expect("answered"), text);
+        assert!(
+            lock(&c.shared).handed_on > before,
+            "no answer was handed on"
+        );
         close(process, c).await;
     }
 
+    #[test]
+    fn a_request_id_tells_a_call_from_any_other_request() {
+        for n in [1, 2, 1 << 40] {
+            let (call, other) = (request_id(n, true), request_id(n, false));
+            assert!(is_call_id(call) && !is_call_id(other), "{n}");
+            assert_ne!(request_id(n + 1, true), call);
+            assert_ne!(request_id(n + 1, false), other);
+        }
+    }
+
     /// On a multi-thread runtime too, the caller of a lone call reads its
-    /// own answer (so its result comes read), not the reader task on the
-    /// worker. With the server and all of the client's threads on one CPU,
+    /// own answer, not the reader task on the worker, which would hand it
+    /// on. With the server and all of the client's threads on one CPU,
     /// the caller's write lets the server run before the caller goes on;
     /// the reader task, woken by the answer, read it first in most calls
     /// while a lone call took the pipe only after its write.
@@ -680,16 +716,13 @@ mod tests {
             let worker = tokio::spawn(async move { rustix::thread::sched_setaffinity(None, &one) });
             worker.await.expect("ran").expect("pinned");
             let args = Map::new();
-            let empty = spear_capabilities::CallResult::new(Vec::new());
-            let mut text = 0;
+            let empty = Body::Call(spear_capabilities::CallResult::new(Vec::new()));
             for _ in 0..2000 {
-                match c.request_call("t", &args).await.expect("answered") {
-                    Body::Call(result) => assert_eq!(result, empty),
-                    Body::Text(_) => text += 1,
-                }
+                assert_eq!(c.request_call("t", &args).await.expect("answered"), empty);
             }
+            let handed_on = lock(&c.shared).handed_on;
             close(process, c).await;
-            assert_eq!(text, 0, "answers read by the reader task, of 2000");
+            assert_eq!(handed_on, 0, "answers read by the reader task, of 2000");
         });
     }
 

@@ -61,9 +61,9 @@ pub(crate) enum Body {
 /// The reader only checks it is JSON and hands the text to the request that
 /// waits for it, which parses it straight into the type it needs: parsing
 /// it into a `Value` tree first, and then taking that tree apart, cost more
-/// than the rest of a call's work in the client. A lone call's caller,
-/// reading its own answer, reads a `tools/call` result into its type on
-/// the way instead ([`Body::Call`]).
+/// than the rest of a call's work in the client. A `tools/call` result is
+/// read into its type on the way instead, where it is the plain case
+/// ([`Body::Call`]).
 #[derive(Debug, Clone)]
 pub(crate) struct Raw(Box<str>);
 
