@@ -168,17 +168,28 @@ impl<'a> Scan<'a> {
     fn string(&mut self) -> Option<(&'a str, bool)> {
         self.eat(b'"')?;
         let start = self.at;
-        let mut escaped = false;
+        let end = plain_run(self.bytes(), start);
+        if self.bytes().get(end) == Some(&b'"') {
+            self.at = end + 1;
+            return Some((self.text.get(start..end)?, false));
+        }
+        self.at = end;
+        self.escaped_string(start)
+    }
+
+    /// The rest of a string from `start` that stopped at an escape (or a
+    /// control character, which no string holds), as [`Scan::string`].
+    #[cold]
+    fn escaped_string(&mut self, start: usize) -> Option<(&'a str, bool)> {
         loop {
-            self.at = plain_run(self.bytes(), self.at);
             match self.next()? {
-                b'"' => return Some((self.text.get(start..self.at - 1)?, escaped)),
+                b'"' => return Some((self.text.get(start..self.at - 1)?, true)),
                 b'\\' => {
-                    escaped = true;
                     self.escape()?;
                 }
                 _ => return None, // a control character
             }
+            self.at = plain_run(self.bytes(), self.at);
         }
     }
 
@@ -342,7 +353,8 @@ impl<'a> Scan<'a> {
 
     /// The `content` array: text blocks only.
     fn blocks(&mut self) -> Option<Vec<Content>> {
-        let mut blocks = Vec::new();
+        // Most results hold one block.
+        let mut blocks = Vec::with_capacity(1);
         self.array(|s| {
             blocks.push(s.text_block()?);
             Some(())
