@@ -35,10 +35,7 @@ pub(crate) fn answer(
     let mut result = None;
     s.object(|s, key| {
         match key? {
-            "jsonrpc" if !version => {
-                version = s.plain_string()? == "2.0";
-                version.then_some(())?;
-            }
+            "jsonrpc" if !version => version = s.plain_string_is("2.0")?,
             "id" if id.is_none() => id = Some(s.id()?),
             "result" if result.is_none() => {
                 let call = match (is_call.as_mut(), id) {
@@ -123,41 +120,40 @@ impl<'a> Scan<'a> {
         mut member: impl FnMut(&mut Self, Option<&'a str>) -> Option<()>,
     ) -> Option<()> {
         self.ws();
-        self.eat(b'{')?;
-        self.ws();
-        if self.peek() == Some(b'}') {
-            self.at += 1;
-            return Some(());
-        }
-        loop {
-            let (key, escaped) = self.string()?;
-            self.ws();
-            self.eat(b':')?;
-            self.ws();
-            member(self, (!escaped).then_some(key))?;
-            self.ws();
-            match self.next()? {
-                b',' => self.ws(),
-                b'}' => return Some(()),
-                _ => return None,
-            }
-        }
+        self.items(b'{', b'}', |s| {
+            let (key, escaped) = s.string()?;
+            s.ws();
+            s.eat(b':')?;
+            s.ws();
+            member(s, (!escaped).then_some(key))
+        })
     }
 
     /// An array, `element` called with the cursor at each element.
-    fn array(&mut self, mut element: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
-        self.eat(b'[')?;
+    fn array(&mut self, element: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
+        self.items(b'[', b']', element)
+    }
+
+    /// `open`, items separated by commas, `close`: `item` reads each, the
+    /// cursor at its start.
+    fn items(
+        &mut self,
+        open: u8,
+        close: u8,
+        mut item: impl FnMut(&mut Self) -> Option<()>,
+    ) -> Option<()> {
+        self.eat(open)?;
         self.ws();
-        if self.peek() == Some(b']') {
+        if self.peek() == Some(close) {
             self.at += 1;
             return Some(());
         }
         loop {
-            element(self)?;
+            item(self)?;
             self.ws();
             match self.next()? {
                 b',' => self.ws(),
-                b']' => return Some(()),
+                b if b == close => return Some(()),
                 _ => return None,
             }
         }
@@ -193,11 +189,11 @@ impl<'a> Scan<'a> {
         }
     }
 
-    /// A string without escapes.
-    fn plain_string(&mut self) -> Option<&'a str> {
+    /// A string without escapes that is `want`: `Some(true)`, else `None`.
+    fn plain_string_is(&mut self, want: &str) -> Option<bool> {
         match self.string()? {
-            (s, false) => Some(s),
-            (_, true) => None,
+            (s, false) if s == want => Some(true),
+            _ => None,
         }
     }
 
@@ -369,10 +365,7 @@ impl<'a> Scan<'a> {
         let mut text = None;
         self.object(|s, key| {
             match key? {
-                "type" if !kind => {
-                    kind = s.plain_string()? == "text";
-                    kind.then_some(())?;
-                }
+                "type" if !kind => kind = s.plain_string_is("text")?,
                 "text" if text.is_none() => text = Some(s.owned_string()?),
                 "type" | "text" | "mimeType" | "data" | "uri" | "name" | "title"
                 | "description" | "size" | "resource" | "blob" => return None,
