@@ -460,13 +460,15 @@ pub(crate) fn decode(line: &[u8]) -> Incoming {
 ///
 /// The plainest answers are read by hand (`scan.rs`); any other line, and
 /// any the hand reader is not sure of, through serde_json.
-pub(crate) fn decode_as(line: &[u8], is_call: Option<&mut dyn FnMut(&Value) -> bool>) -> Incoming {
+pub(crate) fn decode_as(
+    line: &[u8],
+    mut is_call: Option<&mut dyn FnMut(&Value) -> bool>,
+) -> Incoming {
     // JSON text is UTF-8 (RFC 8259): checked once here, so that the parse
     // below checks no string again, nor the result it keeps as text.
     let Ok(line) = std::str::from_utf8(line) else {
         return Incoming::Junk;
     };
-    let mut is_call = is_call;
     if let Some(answer) = scan::answer(line, &mut is_call) {
         return answer;
     }

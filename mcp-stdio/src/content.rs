@@ -7,7 +7,8 @@ use crate::codec::Raw;
 use crate::{scan, wire};
 
 /// Maps a `CallToolResult` as the server wrote it: straight from the text
-/// when it is well formed ([`wire`]), else through [`call_result`], which
+/// when it is well formed (by hand, [`scan`], where it is the plainest
+/// case; else [`wire`]), else through [`call_result`], which
 /// words what is wrong.
 ///
 /// # Errors

@@ -158,12 +158,13 @@ fn check_read_by_hand(line: &[u8]) {
 /// When the typed reading of a `tools/list` page or of a call result
 /// disagrees with the `Value` one.
 fn map_answer(raw: &Raw) -> usize {
-    let result = raw.to_value();
     // Valid JSON that a `Value` cannot hold (a lone surrogate escape, a
-    // number past f64's range) reads as `null` that way, while the typed
-    // readings skip it where it stands in a member they skip: there they
-    // may differ, and must only not panic.
-    let holds = serde_json::from_str::<Value>(raw.get()).is_ok();
+    // number past f64's range) reads as `null` that way (`Raw::to_value`),
+    // while the typed readings skip it where it stands in a member they
+    // skip: there they may differ, and must only not panic.
+    let parsed = serde_json::from_str::<Value>(raw.get());
+    let holds = parsed.is_ok();
+    let result = parsed.unwrap_or(Value::Null);
     // Every answer is also read as a page, both ways: they must agree.
     let (mut fast, mut slow) = (Listing::default(), Listing::default());
     let read = tools::read_page(raw.get(), &mut fast);

@@ -35,7 +35,10 @@ pub(crate) fn answer(
     let mut result = None;
     s.object(|s, key| {
         match key? {
-            "jsonrpc" if !version => version = s.plain_string_is("2.0")?,
+            "jsonrpc" if !version => {
+                s.plain_string_is("2.0")?;
+                version = true;
+            }
             "id" if id.is_none() => id = Some(s.id()?),
             "result" if result.is_none() => {
                 let call = match (is_call.as_mut(), id) {
@@ -189,10 +192,10 @@ impl<'a> Scan<'a> {
         }
     }
 
-    /// A string without escapes that is `want`: `Some(true)`, else `None`.
-    fn plain_string_is(&mut self, want: &str) -> Option<bool> {
+    /// A string without escapes that is `want`; `None` for any other.
+    fn plain_string_is(&mut self, want: &str) -> Option<()> {
         match self.string()? {
-            (s, false) if s == want => Some(true),
+            (s, false) if s == want => Some(()),
             _ => None,
         }
     }
@@ -365,7 +368,10 @@ impl<'a> Scan<'a> {
         let mut text = None;
         self.object(|s, key| {
             match key? {
-                "type" if !kind => kind = s.plain_string_is("text")?,
+                "type" if !kind => {
+                    s.plain_string_is("text")?;
+                    kind = true;
+                }
                 "text" if text.is_none() => text = Some(s.owned_string()?),
                 "type" | "text" | "mimeType" | "data" | "uri" | "name" | "title"
                 | "description" | "size" | "resource" | "blob" => return None,
