@@ -37,6 +37,10 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 /// SIGKILL to a group is delivered asynchronously.
 const GONE_WITHIN: Duration = Duration::from_secs(5);
 
+/// How long a server's processes may take to show in `/proc` as tagged: a
+/// process in the middle of `execve` shows no environment yet.
+const SEEN_WITHIN: Duration = Duration::from_secs(5);
+
 /// The workspace root (this crate's parent folder).
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -100,8 +104,8 @@ impl Running {
     }
 
     /// The processes of this server, at least `at_least` of them.
-    fn processes(&self, at_least: usize) -> Vec<procs::Proc> {
-        let found = procs::tagged(&self.tag);
+    async fn processes(&self, at_least: usize) -> Vec<procs::Proc> {
+        let found = procs::at_least(&self.tag, at_least, SEEN_WITHIN).await;
         assert!(
             found.len() >= at_least,
             "expected at least {at_least} processes tagged {}, found {found:?}",
@@ -113,7 +117,7 @@ impl Running {
     /// Shuts the provider down and checks that every process of the server,
     /// `at_least` of which must be running, is gone and reaped.
     async fn shutdown_leaving_nothing(self, at_least: usize) {
-        let before = self.processes(at_least);
+        let before = self.processes(at_least).await;
         self.provider
             .shutdown()
             .await

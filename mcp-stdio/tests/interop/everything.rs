@@ -273,7 +273,7 @@ async fn everything_dropped_without_shutdown_leaves_no_process() {
         started.joined_text().contains("Started simulated"),
         "{started:?}"
     );
-    let before = server.processes(3);
+    let before = server.processes(3).await;
     let tag = server.tag.clone();
     drop(server);
     let left = super::procs::survivors(

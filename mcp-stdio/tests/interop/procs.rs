@@ -70,8 +70,13 @@ fn pids() -> Vec<u32> {
         .collect()
 }
 
-/// The live processes whose environment carries `tag`.
-pub(crate) fn tagged(tag: &str) -> Vec<Proc> {
+/// The live processes whose environment carries `tag`, as seen right now.
+///
+/// A process in the middle of `execve` reads as having no environment for a
+/// moment: the kernel wakes the parent (so `spawn` returns) before it lays
+/// the new environment on the stack. A process that was just started may
+/// therefore be missed here; [`at_least`] waits for it.
+fn tagged(tag: &str) -> Vec<Proc> {
     let needle = format!("{TAG_VAR}={tag}");
     pids()
         .into_iter()
@@ -89,6 +94,19 @@ pub(crate) fn tagged(tag: &str) -> Vec<Proc> {
             })
         })
         .collect()
+}
+
+/// The live processes carrying `tag`, once at least `count` of them are seen,
+/// waiting up to `within` for them to show; whatever is seen then, if fewer.
+pub(crate) async fn at_least(tag: &str, count: usize, within: Duration) -> Vec<Proc> {
+    let deadline = Instant::now() + within;
+    loop {
+        let found = tagged(tag);
+        if found.len() >= count || Instant::now() >= deadline {
+            return found;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// Whether a zombie child of this test process counts as a survivor.
@@ -151,7 +169,7 @@ async fn a_tagged_process_is_found_and_its_death_seen() {
         .env(TAG_VAR, &tag)
         .spawn()
         .expect("sleep runs");
-    let seen = tagged(&tag);
+    let seen = at_least(&tag, 1, Duration::from_secs(5)).await;
     assert_eq!(seen.len(), 1, "{seen:?}");
     assert_eq!(seen[0].pid, child.id());
     let quick = Duration::from_millis(200);
