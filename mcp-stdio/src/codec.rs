@@ -568,10 +568,49 @@ pub(crate) fn write_call(out: &mut Vec<u8>, id: u64, tool: &str, arguments: &Map
         out.extend_from_slice(b"{\"name\":");
         write_str(out, tool);
         out.extend_from_slice(b",\"arguments\":");
-        let written = serde_json::to_writer(&mut *out, arguments).is_ok();
+        write_object(out, arguments);
         out.push(b'}');
-        written
+        true
     });
+}
+
+/// Appends `value` as serde_json writes it (compact), each string through
+/// [`write_str`]: through serde_json's serializer, a call's arguments cost
+/// about as much as reading its answer by hand.
+fn write_value(out: &mut Vec<u8>, value: &Value) {
+    match value {
+        Value::Null => out.extend_from_slice(b"null"),
+        Value::Bool(true) => out.extend_from_slice(b"true"),
+        Value::Bool(false) => out.extend_from_slice(b"false"),
+        // Writing a number cannot fail.
+        Value::Number(n) => drop(serde_json::to_writer(&mut *out, n)),
+        Value::String(s) => write_str(out, s),
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_value(out, item);
+            }
+            out.push(b']');
+        }
+        Value::Object(members) => write_object(out, members),
+    }
+}
+
+/// [`write_value`] for an object.
+fn write_object(out: &mut Vec<u8>, members: &Map<String, Value>) {
+    out.push(b'{');
+    for (i, (key, value)) in members.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_str(out, key);
+        out.push(b':');
+        write_value(out, value);
+    }
+    out.push(b'}');
 }
 
 /// The line of request `id` around the params that `params` appends (false
@@ -597,7 +636,7 @@ fn write_line(out: &mut Vec<u8>, id: u64, method: &str, params: impl FnOnce(&mut
 /// escape (a quote, a backslash or a control character, newlines
 /// included), else as serde_json escapes it.
 fn write_str(out: &mut Vec<u8>, s: &str) {
-    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+    if crate::scan::plain_run(s.as_bytes(), 0) == s.len() {
         out.reserve(s.len() + 2);
         out.push(b'"');
         out.extend_from_slice(s.as_bytes());
@@ -878,6 +917,30 @@ mod tests {
             assert_eq!(
                 v,
                 json!({"jsonrpc": "2.0", "id": 42, "method": "tools/call", "params": params})
+            );
+        }
+    }
+
+    #[test]
+    fn arguments_are_written_as_serde_json_writes_them() {
+        let cases = [
+            json!({}),
+            json!({"text": "hello, fixture"}),
+            json!({"a \"key\"\n": "\u{1}\u{1f}\u{7f}é 😀", "long": "x".repeat(40)}),
+            json!({"n": [0, -1, i64::MIN, u64::MAX, 1.5, -0.0, 1e300, 5e-324]}),
+            json!({"nested": {"a": [[], {}, [null, true, false]], "b": {"c": {"d": "\\"}}}}),
+            json!({"": "", "z": 1, "a": 2}),
+        ];
+        for case in cases {
+            let Value::Object(arguments) = case else {
+                panic!("an object");
+            };
+            let mut out = b"x".to_vec();
+            write_object(&mut out, &arguments);
+            let want = serde_json::to_vec(&arguments).expect("json");
+            assert_eq!(
+                String::from_utf8_lossy(&out[1..]),
+                String::from_utf8_lossy(&want)
             );
         }
     }
