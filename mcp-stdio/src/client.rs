@@ -86,9 +86,8 @@ pub(crate) struct Connection {
     shared: Arc<Mutex<Shared>>,
     out: Outbox,
     inbox: Arc<Inbox>,
-    /// Requests left to send before the next read at once after one that
-    /// found nothing ([`MISSED`]).
-    skip_reads_now: AtomicU32,
+    /// Whether a lone request reads at once after its write.
+    read_now: ReadNow,
     next_id: AtomicU64,
     /// A lone call takes the pipe before it writes: the runtime has other
     /// threads ([`Connection::request`]'s body).
@@ -133,7 +132,7 @@ impl Connection {
             shared,
             out,
             inbox,
-            skip_reads_now: AtomicU32::new(0),
+            read_now: ReadNow::new(),
             next_id: AtomicU64::new(1),
             lead_first: tokio::runtime::Handle::current().runtime_flavor()
                 != tokio::runtime::RuntimeFlavor::CurrentThread,
@@ -231,10 +230,11 @@ impl Connection {
             self.out.flush();
         }
         // The line is written: the answer may be there already.
-        if !others_in_flight && self.hopeful() {
+        if !others_in_flight && self.read_now.hopeful() {
             let mine = self
                 .inbox
                 .read_now(|line| handle_line(&self.shared, &self.out, line, me));
+            self.read_now.went(mine.is_some());
             if let Some((answer, tx)) = mine {
                 guard.armed = false;
                 drop(rx);
@@ -244,7 +244,6 @@ impl Connection {
                 tokio::task::consume_budget().await;
                 return answer;
             }
-            self.skip_reads_now.store(MISSED, Ordering::Relaxed);
         }
         // The answer, or the failure of the connection: the sweeper's
         // timeout, the reader's end, or shutdown. Read by this caller itself
@@ -284,18 +283,6 @@ impl Connection {
         answer.unwrap_or_else(|_| Err(self.failure().unwrap_or(Failure::ShutDown)))
     }
 
-    /// Whether to read at once after this request's line is written: unless
-    /// the last such read found nothing, a few requests ago (with the server
-    /// on another CPU, a read right after the write mostly does).
-    fn hopeful(&self) -> bool {
-        let skip = self.skip_reads_now.load(Ordering::Relaxed);
-        if skip == 0 {
-            return true;
-        }
-        self.skip_reads_now.store(skip - 1, Ordering::Relaxed);
-        false
-    }
-
     /// Sends one notification.
     pub(crate) fn notify(&self, method: &str, params: Option<Value>) {
         send(
@@ -328,10 +315,77 @@ impl Connection {
     }
 }
 
-/// After a read at once that found nothing, how many requests go without
-/// one: what a server that never answers that fast costs is then one
-/// needless `read` in this many requests.
+/// Whether a lone request reads the server's stdout at once after its line
+/// is written, learnt from how such reads went on this connection.
+///
+/// With the server on the caller's CPU, the write often lets it run and
+/// answer before the caller goes on. A read at once that finds the answer
+/// saves the wait on the event loop: the runtime's park and wake, and on a
+/// multi-thread runtime the hand-off from the worker that sees the pipe to
+/// the caller's thread. One that finds nothing costs a `read` that fails.
+/// The first is worth several of the second, so the reads go on while
+/// more than about one in [`HIT_WORTH`] finds the answer: a hit adds
+/// `HIT_WORTH` to a credit, a miss takes one away. A server that never
+/// answers that fast spends the credit; then one request in [`MISSED`]
+/// reads, and a hit brings the reads back.
+#[derive(Debug)]
+struct ReadNow {
+    credit: AtomicU32,
+    /// Requests left without a read, once the credit is spent.
+    skip: AtomicU32,
+}
+
+/// What a read at once that finds the answer is worth, in reads that find
+/// nothing.
+const HIT_WORTH: u32 = 8;
+
+/// The most credit kept: after a server stops answering that fast, at most
+/// this many reads find nothing before they stop.
+const MOST_CREDIT: u32 = 64;
+
+/// With the credit spent, one request in this many reads at once, so that
+/// a server that becomes fast is seen: what a server that never answers
+/// that fast costs is one needless `read` in this many requests.
 const MISSED: u32 = 16;
+
+impl ReadNow {
+    fn new() -> Self {
+        ReadNow {
+            credit: AtomicU32::new(HIT_WORTH),
+            skip: AtomicU32::new(0),
+        }
+    }
+
+    /// Whether the next lone request reads at once. Lone requests come one
+    /// at a time, so the counts need no more than relaxed atomics: two at
+    /// once would only blur the estimate.
+    fn hopeful(&self) -> bool {
+        if self.credit.load(Ordering::Relaxed) > 0 {
+            return true;
+        }
+        let skip = self.skip.load(Ordering::Relaxed);
+        if skip == 0 {
+            return true;
+        }
+        self.skip.store(skip - 1, Ordering::Relaxed);
+        false
+    }
+
+    /// A read at once found the answer, or did not.
+    fn went(&self, found: bool) {
+        let credit = self.credit.load(Ordering::Relaxed);
+        if found {
+            let credit = (credit + HIT_WORTH).min(MOST_CREDIT);
+            self.credit.store(credit, Ordering::Relaxed);
+            return;
+        }
+        let credit = credit.saturating_sub(1);
+        self.credit.store(credit, Ordering::Relaxed);
+        if credit == 0 {
+            self.skip.store(MISSED, Ordering::Relaxed);
+        }
+    }
+}
 
 /// Sends `line`, failing the connection when the server leaves too much of
 /// what we send unread. True when the sender owes the outbox a flush (see
@@ -625,11 +679,55 @@ mod tests {
     }
 
     /// Whether the next request counts as alone: only a lone call reads at
-    /// once, and so consults (and counts down) `skip_reads_now`.
+    /// once, and so consults (and, with no credit, counts down) the skips.
     async fn sent_alone(c: &Connection) -> bool {
-        c.skip_reads_now.store(5, Ordering::Relaxed);
+        c.read_now.credit.store(0, Ordering::Relaxed);
+        c.read_now.skip.store(5, Ordering::Relaxed);
         c.request("x", &json!({})).await.expect("answered");
-        c.skip_reads_now.load(Ordering::Relaxed) == 4
+        c.read_now.skip.load(Ordering::Relaxed) == 4
+    }
+
+    /// How many of `n` lone requests read at once, when every `every`-th
+    /// read finds the answer.
+    fn reads(r: &ReadNow, n: usize, every: usize) -> usize {
+        let mut reads = 0;
+        for _ in 0..n {
+            if r.hopeful() {
+                reads += 1;
+                r.went(reads % every == 0);
+            }
+        }
+        reads
+    }
+
+    #[test]
+    fn reads_at_once_go_on_while_enough_of_them_find_the_answer() {
+        // One hit in four: well worth it, every request reads.
+        let r = ReadNow::new();
+        assert_eq!(reads(&r, 1000, 4), 1000);
+        // One hit in 8: the credit holds, just.
+        let r = ReadNow::new();
+        assert_eq!(reads(&r, 1000, 8), 1000);
+    }
+
+    #[test]
+    fn reads_at_once_stop_when_they_find_nothing_and_a_probe_brings_them_back() {
+        let r = ReadNow::new();
+        // The starting credit: HIT_WORTH misses, then one read in MISSED.
+        assert_eq!(reads(&r, 8, usize::MAX), 8);
+        assert_eq!(reads(&r, 17 * 10, usize::MAX), 10);
+        // One hit in 20 is not worth it: about one read in MISSED + 1,
+        // each hit buying HIT_WORTH more.
+        let r = ReadNow::new();
+        let n = reads(&r, 17_000, 20);
+        assert!((1000..2000).contains(&n), "{n} reads");
+        // A probe that finds the answer brings the reads back.
+        let r = ReadNow::new();
+        reads(&r, 8, usize::MAX);
+        let skipped = (0..=MISSED).take_while(|_| !r.hopeful()).count();
+        assert_eq!(skipped, MISSED as usize, "then the probe reads");
+        r.went(true);
+        assert_eq!(reads(&r, 100, 2), 100);
     }
 
     /// A call gets its result read into its type on the way, whether its
@@ -648,6 +746,10 @@ mod tests {
             assert_eq!(other, text);
         }
         let before = lock(&c.shared).handed_on;
+        // No read at once: the first call could find its answer and end
+        // before the others are sent, which would then go alone too.
+        c.read_now.credit.store(0, Ordering::Relaxed);
+        c.read_now.skip.store(u32::MAX, Ordering::Relaxed);
         let params = json!({});
         let (a, b, x) = tokio::join!(
             c.request_call("t", &args),
