@@ -8,8 +8,9 @@
 //! wake only at the oldest one's. Registering and dropping a timer for every
 //! call cost about a tenth of the client's work on a call.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::future::{Future, poll_fn};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -67,9 +68,39 @@ fn is_call_id(id: u64) -> bool {
     id % 2 == 1
 }
 
+/// Hashes a request id with one multiplication. The ids are ours and
+/// counted up, so they need no defence against chosen keys (a server's
+/// ids only look entries up); through the default hasher, or a `BTreeMap`
+/// as before, a request's entry cost about 370 instructions to add and
+/// take away with 64 in flight.
+#[derive(Debug, Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `u64`s are hashed; this is here for completeness.
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        // Fibonacci hashing: the product's high bits differ between ids
+        // that differ anywhere.
+        self.0 = (self.0 ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+
+    fn finish(&self) -> u64 {
+        // The table picks a bucket by the low bits, which the product
+        // takes from the id's low bits alone (all ones for calls' odd
+        // ids): the high half is folded in.
+        self.0 ^ (self.0 >> 32)
+    }
+}
+
 #[derive(Debug, Default)]
 struct Shared {
-    pending: BTreeMap<u64, Waiter>,
+    pending: HashMap<u64, Waiter, BuildHasherDefault<IdHasher>>,
     /// The last request was sent with others in flight (see
     /// [`Connection::request`]).
     crowded: bool,
@@ -766,6 +797,22 @@ mod tests {
             "no answer was handed on"
         );
         close(process, c).await;
+    }
+
+    #[test]
+    fn request_ids_spread_over_the_buckets() {
+        use std::hash::BuildHasher;
+        // Calls' ids are all odd: their hashes must still fill a table.
+        let hasher = BuildHasherDefault::<IdHasher>::default();
+        for (call, mask) in [(true, 63), (false, 63), (true, 1023)] {
+            let buckets: std::collections::HashSet<u64> = (0..=mask)
+                .map(|n| hasher.hash_one(request_id(1000 + n, call)) & mask)
+                .collect();
+            // A random hash fills about 63% of them; odd products alone,
+            // at most half.
+            let filled = buckets.len() as u64;
+            assert!(filled > (mask + 1) * 5 / 8, "{filled} of {}", mask + 1);
+        }
     }
 
     #[test]
