@@ -70,9 +70,9 @@ fn is_call_id(id: u64) -> bool {
 
 /// Hashes a request id with one multiplication. The ids are ours and
 /// counted up, so they need no defence against chosen keys (a server's
-/// ids only look entries up); through the default hasher, or a `BTreeMap`
-/// as before, a request's entry cost about 370 instructions to add and
-/// take away with 64 in flight.
+/// ids only look entries up). In a `BTreeMap`, as before, a request's
+/// entry cost about 370 instructions to add and take away with 64 in
+/// flight.
 #[derive(Debug, Default)]
 struct IdHasher(u64);
 
@@ -355,7 +355,7 @@ impl Connection {
 /// multi-thread runtime the hand-off from the worker that sees the pipe to
 /// the caller's thread. One that finds nothing costs a `read` that fails.
 /// The first is worth several of the second, so the reads go on while
-/// more than about one in [`HIT_WORTH`] finds the answer: a hit adds
+/// more than one in [`HIT_WORTH`] + 1 finds the answer: a hit adds
 /// `HIT_WORTH` to a credit, a miss takes one away. A server that never
 /// answers that fast spends the credit; then one request in [`MISSED`]
 /// reads, and a hit brings the reads back.
