@@ -682,24 +682,24 @@ mod tests {
     use super::*;
     use crate::config::ServerConfig;
 
-    /// A server answering every request, in order, with an empty result.
-    fn answering_server() -> ServerConfig {
-        ServerConfig::new([
-            "sed",
-            "-u",
-            r#"s/.*"id":\([0-9]*\).*/{"jsonrpc":"2.0","id":\1,"result":{}}/"#,
-        ])
-    }
+    /// The `sed` script of a server answering every request, in order,
+    /// with an empty result.
+    const ANSWER_EVERY_LINE: &str =
+        r#"s/.*"id":\([0-9]*\).*/{"jsonrpc":"2.0","id":\1,"result":{}}/"#;
 
-    /// A connection to [`answering_server`].
-    fn connected() -> (Arc<ServerProcess>, Connection) {
-        let (process, pipes) =
-            ServerProcess::spawn("t", &answering_server(), std::path::Path::new("/"))
-                .unwrap_or_else(|f| panic!("sed starts: {f:?}"));
+    /// A connection to `server`.
+    fn connected_to(server: &ServerConfig) -> (Arc<ServerProcess>, Connection) {
+        let (process, pipes) = ServerProcess::spawn("t", server, std::path::Path::new("/"))
+            .unwrap_or_else(|f| panic!("the server starts: {f:?}"));
         let process = Arc::new(process);
         let c = Connection::start(pipes, Arc::clone(&process), Duration::from_secs(20), 4096)
             .expect("the pipes are usable");
         (process, c)
+    }
+
+    /// A connection to a server answering every request at once.
+    fn connected() -> (Arc<ServerProcess>, Connection) {
+        connected_to(&ServerConfig::new(["sed", "-u", ANSWER_EVERY_LINE]))
     }
 
     async fn close(process: Arc<ServerProcess>, c: Connection) {
@@ -729,6 +729,20 @@ mod tests {
             }
         }
         reads
+    }
+
+    /// The connection tells [`ReadNow`] how each read at once went: with a
+    /// server that answers only after a while, the read right after the
+    /// write finds nothing, and the last credit is spent.
+    #[tokio::test]
+    async fn a_read_at_once_that_finds_nothing_spends_credit() {
+        let late = format!("sleep 0.5; exec sed -u '{ANSWER_EVERY_LINE}'");
+        let (process, c) = connected_to(&ServerConfig::new(["sh", "-c", &late]));
+        c.read_now.credit.store(1, Ordering::Relaxed);
+        c.request("x", &json!({})).await.expect("answered");
+        assert_eq!(c.read_now.credit.load(Ordering::Relaxed), 0);
+        assert_eq!(c.read_now.skip.load(Ordering::Relaxed), MISSED);
+        close(process, c).await;
     }
 
     #[test]
@@ -851,13 +865,9 @@ mod tests {
                 cpu.to_string(),
                 "sed".to_owned(),
                 "-u".to_owned(),
-                r#"s/.*"id":\([0-9]*\).*/{"jsonrpc":"2.0","id":\1,"result":{}}/"#.to_owned(),
+                ANSWER_EVERY_LINE.to_owned(),
             ]);
-            let (process, pipes) = ServerProcess::spawn("t", &server, std::path::Path::new("/"))
-                .unwrap_or_else(|f| panic!("sed starts: {f:?}"));
-            let process = Arc::new(process);
-            let c = Connection::start(pipes, Arc::clone(&process), Duration::from_secs(20), 4096)
-                .expect("the pipes are usable");
+            let (process, c) = connected_to(&server);
             // The caller's thread and the runtime's worker on the server's
             // CPU; pinned only now, so that no thread started for the
             // process as a whole (the spawner) inherits the pin.
