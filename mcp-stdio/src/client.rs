@@ -27,6 +27,7 @@ use crate::error::Failure;
 use crate::inbox::{End, Flow, Inbox};
 use crate::outbox::{MAX_UNREAD, Outbox, Unread};
 use crate::process::{Pipes, ServerProcess};
+use crate::scan::Shape;
 
 /// What happened on the connection that is not an answer to us: kept for the
 /// operator (`describe`), never shown to a turn.
@@ -235,7 +236,9 @@ impl Connection {
         // the caller losing the thread to the server as its write woke it).
         if !others_in_flight && self.lead_first {
             guard.led = true;
-            let handle = |line: &[u8]| handle_line(&self.shared, &self.out, line, me);
+            let handle = |line: &[u8], shape: &mut Shape| {
+                handle_line(&self.shared, &self.out, line, shape, me)
+            };
             let early = poll_fn(|cx| Poll::Ready(self.inbox.lead(id, cx, handle))).await;
             if let Some((answer, tx)) = early {
                 // Answered before it was asked, by a server that guessed
@@ -264,7 +267,7 @@ impl Connection {
         if !others_in_flight && self.read_now.hopeful() {
             let mine = self
                 .inbox
-                .read_now(|line| handle_line(&self.shared, &self.out, line, me));
+                .read_now(|line, shape| handle_line(&self.shared, &self.out, line, shape, me));
             self.read_now.went(mine.is_some());
             if let Some((answer, tx)) = mine {
                 guard.armed = false;
@@ -292,8 +295,8 @@ impl Connection {
         let answer = poll_fn(|cx| {
             if leads {
                 guard.led = true;
-                let mine = self.inbox.lead(id, cx, |line| {
-                    handle_line(&self.shared, &self.out, line, me)
+                let mine = self.inbox.lead(id, cx, |line, shape| {
+                    handle_line(&self.shared, &self.out, line, shape, me)
                 });
                 if let Some((answer, tx)) = mine {
                     // `lead` handed reading back already.
@@ -532,8 +535,9 @@ impl Drop for Pending<'_> {
         }
         if self.led {
             let c = self.connection;
-            c.inbox
-                .step_down(self.id, |line| handle_line(&c.shared, &c.out, line, None));
+            c.inbox.step_down(self.id, |line, shape| {
+                handle_line(&c.shared, &c.out, line, shape, None)
+            });
         }
         if !self.armed {
             return;
@@ -562,9 +566,12 @@ async fn read_loop(
     let mut gone = ReaderGone {
         shared: Some(Arc::clone(&shared)),
     };
-    let end =
-        poll_fn(|cx| inbox.poll_reader_task(cx, |line| handle_line(&shared, &out, line, None)))
-            .await;
+    let end = poll_fn(|cx| {
+        inbox.poll_reader_task(cx, |line, shape| {
+            handle_line(&shared, &out, line, shape, None)
+        })
+    })
+    .await;
     let failure = match end {
         End::Closed => crashed(&process, "closed its stdout").await,
         End::Io(e) => crashed(&process, &format!("stdout failed: {e}")).await,
@@ -585,10 +592,11 @@ fn handle_line(
     shared: &Mutex<Shared>,
     out: &Outbox,
     line: &[u8],
+    shape: &mut Shape,
     me: Option<u64>,
 ) -> Flow<(Answer, oneshot::Sender<Answer>)> {
     let mut is_call = |id: &Value| id.as_u64().is_some_and(is_call_id);
-    match codec::decode_as(line, Some(&mut is_call)) {
+    match codec::decode_as(line, Some(&mut is_call), Some(shape)) {
         Incoming::Junk => {
             let mut shared = lock(shared);
             shared.stats.junk_lines += 1;

@@ -448,7 +448,7 @@ impl<'de> Deserialize<'de> for Version {
 
 /// Classifies one line.
 pub(crate) fn decode(line: &[u8]) -> Incoming {
-    decode_as(line, None)
+    decode_as(line, None, None)
 }
 
 /// Classifies one line; with `is_call`, the result of an answer whose id
@@ -458,18 +458,20 @@ pub(crate) fn decode(line: &[u8]) -> Incoming {
 /// again. A result that is not the plain case is read as text after all
 /// (the line is decoded again), so the two ways never disagree.
 ///
-/// The plainest answers are read by hand (`scan.rs`); any other line, and
-/// any the hand reader is not sure of, through serde_json.
+/// The plainest answers are read by hand (`scan.rs`), those laid out as
+/// the last one kept in `shape` by comparing with it ([`scan::Shape`]); any
+/// other line, and any the hand reader is not sure of, through serde_json.
 pub(crate) fn decode_as(
     line: &[u8],
     mut is_call: Option<&mut dyn FnMut(&Value) -> bool>,
+    shape: Option<&mut scan::Shape>,
 ) -> Incoming {
     // JSON text is UTF-8 (RFC 8259): checked once here, so that the parse
     // below checks no string again, nor the result it keeps as text.
     let Ok(line) = std::str::from_utf8(line) else {
         return Incoming::Junk;
     };
-    if let Some(answer) = scan::answer(line, &mut is_call) {
+    if let Some(answer) = scan::answer(line, &mut is_call, shape) {
         return answer;
     }
     decode_json(line, is_call)
@@ -825,7 +827,7 @@ mod tests {
                 asked.push(id.clone());
                 true
             };
-            decode_as(line.as_bytes(), Some(&mut is_call))
+            decode_as(line.as_bytes(), Some(&mut is_call), None)
         };
         let plain =
             r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"hi"}]}}"#;

@@ -10,6 +10,7 @@ use std::task::{Context, Poll, Waker};
 use serde_json::Value;
 
 use crate::codec::{Body, Incoming, LineReader, Raw, ReadError, decode, decode_as, decode_json};
+use crate::scan::Shape;
 use crate::tools::{self, Listing};
 use crate::{content, scan, wire};
 
@@ -50,6 +51,7 @@ pub fn read_stdout(input: &[u8], buffer: usize, limit: usize) -> StdoutSummary {
     let mut reader = LineReader::new(reader, limit);
     let mut summary = StdoutSummary::default();
     let mut cx = Context::from_waker(Waker::noop());
+    let mut shape = Shape::default();
     loop {
         let next = {
             let fut = pin!(reader.next_line());
@@ -71,7 +73,7 @@ pub fn read_stdout(input: &[u8], buffer: usize, limit: usize) -> StdoutSummary {
         assert!(!line.contains(&b'\n'), "a line holds a newline");
         summary.lines += 1;
         let incoming = decode(&line);
-        check_read_as_call(&line, &incoming);
+        check_read_as_call(&line, &incoming, &mut shape);
         check_read_by_hand(&line);
         match incoming {
             Incoming::Response { outcome, .. } => {
@@ -105,12 +107,20 @@ pub fn fuzz_stdout(data: &[u8]) {
 
 /// Decodes `line` again, as the answer to a `tools/call` (as the client
 /// does for its calls), and checks that agrees with `plain`, its reading as
-/// text then mapped.
+/// text then mapped; and that reading it with the layout kept from the
+/// lines before (`shape`, as the client does) agrees too.
 ///
 /// # Panics
-/// When the two disagree.
-fn check_read_as_call(line: &[u8], plain: &Incoming) {
-    let as_call = decode_as(line, Some(&mut |_: &Value| true));
+/// When two readings disagree.
+fn check_read_as_call(line: &[u8], plain: &Incoming, shape: &mut Shape) {
+    let as_call = decode_as(line, Some(&mut |_: &Value| true), None);
+    let shaped = decode_as(line, Some(&mut |_: &Value| true), Some(shape));
+    assert_eq!(
+        shaped,
+        as_call,
+        "the reading by layout disagrees: {}",
+        String::from_utf8_lossy(line)
+    );
     match (&as_call, plain) {
         (
             Incoming::Response {
@@ -145,7 +155,7 @@ fn check_read_by_hand(line: &[u8]) {
     };
     for call in [false, true] {
         let mut named = |_: &Value| call;
-        if let Some(fast) = scan::answer(line, &mut Some(&mut named)) {
+        if let Some(fast) = scan::answer(line, &mut Some(&mut named), None) {
             let slow = decode_json(line, Some(&mut |_: &Value| call));
             assert_eq!(fast, slow, "the hand reading disagrees: {line}");
         }

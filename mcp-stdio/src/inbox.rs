@@ -51,6 +51,7 @@ use tokio::process::ChildStdout;
 
 use crate::codec::{LineReader, ReadError};
 use crate::error::Failure;
+use crate::scan::Shape;
 
 /// What the line handler made of one line.
 #[derive(Debug)]
@@ -97,6 +98,9 @@ struct State {
     ended: bool,
     /// How, until the reader task takes it.
     end: Option<End>,
+    /// The layout of the last plain call answer, handed with every line to
+    /// whoever reads it.
+    shape: Shape,
 }
 
 impl Inbox {
@@ -112,6 +116,7 @@ impl Inbox {
                 reader_task: None,
                 ended: false,
                 end: None,
+                shape: Shape::default(),
             }),
         })
     }
@@ -128,7 +133,7 @@ impl Inbox {
         &self,
         me: u64,
         cx: &mut Context<'_>,
-        mut handle: impl FnMut(&[u8]) -> Flow<T>,
+        mut handle: impl FnMut(&[u8], &mut Shape) -> Flow<T>,
     ) -> Option<T> {
         let mut state = self.lock();
         if state.ended {
@@ -150,7 +155,10 @@ impl Inbox {
     /// turn at reading (see the module's doc), handing each line to
     /// `handle`; returns what `handle` called the reader's. Nothing when
     /// someone else is reading at this moment: they hand the lines out.
-    pub(crate) fn read_now<T>(&self, mut handle: impl FnMut(&[u8]) -> Flow<T>) -> Option<T> {
+    pub(crate) fn read_now<T>(
+        &self,
+        mut handle: impl FnMut(&[u8], &mut Shape) -> Flow<T>,
+    ) -> Option<T> {
         let mut state = match self.state.try_lock() {
             Ok(state) => state,
             Err(TryLockError::Poisoned(p)) => p.into_inner(),
@@ -160,7 +168,7 @@ impl Inbox {
         while !state.ended {
             let file = &state.now;
             let at = state.lines.line_now(|buf| (&*file).read(buf))?;
-            match handle(state.lines.line(at)) {
+            match handle(state.lines.line(at), &mut state.shape) {
                 Flow::Go => {}
                 Flow::Mine(answer) => return Some(answer),
                 Flow::Stop(failure) => {
@@ -177,7 +185,11 @@ impl Inbox {
 
     /// The caller of request `me` stops waiting: if it led, reading is the
     /// reader task's again. Lines read meanwhile go to `handle`.
-    pub(crate) fn step_down<T>(&self, me: u64, mut handle: impl FnMut(&[u8]) -> Flow<T>) {
+    pub(crate) fn step_down<T>(
+        &self,
+        me: u64,
+        mut handle: impl FnMut(&[u8], &mut Shape) -> Flow<T>,
+    ) {
         let reader_task = self.lock().hand_back(me, &mut handle);
         if let Some(waker) = reader_task {
             waker.wake();
@@ -189,7 +201,7 @@ impl Inbox {
     pub(crate) fn poll_reader_task<T>(
         &self,
         cx: &mut Context<'_>,
-        mut handle: impl FnMut(&[u8]) -> Flow<T>,
+        mut handle: impl FnMut(&[u8], &mut Shape) -> Flow<T>,
     ) -> Poll<End> {
         let mut state = self.lock();
         match &state.reader_task {
@@ -213,12 +225,12 @@ impl State {
     fn pump<T>(
         &mut self,
         cx: &mut Context<'_>,
-        handle: &mut impl FnMut(&[u8]) -> Flow<T>,
+        handle: &mut impl FnMut(&[u8], &mut Shape) -> Flow<T>,
     ) -> Option<T> {
         loop {
             let end = match self.lines.poll_line(cx) {
                 Poll::Pending => return None,
-                Poll::Ready(Ok(Some(at))) => match handle(self.lines.line(at)) {
+                Poll::Ready(Ok(Some(at))) => match handle(self.lines.line(at), &mut self.shape) {
                     Flow::Go => continue,
                     Flow::Mine(answer) => return Some(answer),
                     Flow::Stop(failure) => End::Broken(failure),
@@ -240,7 +252,7 @@ impl State {
     fn hand_back<T>(
         &mut self,
         me: u64,
-        handle: &mut impl FnMut(&[u8]) -> Flow<T>,
+        handle: &mut impl FnMut(&[u8], &mut Shape) -> Flow<T>,
     ) -> Option<Waker> {
         if self.leader != Some(me) {
             return None;

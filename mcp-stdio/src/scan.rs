@@ -6,6 +6,11 @@
 //! (`codec.rs`, `wire.rs`) such an answer cost more than all the rest of a
 //! call's work in the client; read here, byte by byte, it costs a fraction.
 //!
+//! A server lays its answers out the same way each time, so an answer laid
+//! out as the last plain call answer is read by comparing the bytes around
+//! its id and its text with that one's ([`Shape`]), without reading its
+//! members again.
+//!
 //! This reader is only a shortcut. It answers `None` wherever it is not
 //! sure, and the serde_json path then reads the line and has the last word:
 //! a member it does not know the meaning of, a key or a `jsonrpc` with
@@ -13,6 +18,8 @@
 //! UTF-16 surrogate, a value nested deeper than [`MAX_DEPTH`], anything
 //! that is not JSON. Where it answers, it answers exactly as that path
 //! does; the fuzz target `mcp_stdout` checks that on every line it reads.
+
+use std::ops::Range;
 
 use serde_json::Value;
 use spear_capabilities::{CallResult, Content};
@@ -24,14 +31,24 @@ const MAX_DEPTH: usize = 64;
 
 /// An answer with a result, or `None` when the serde_json path must read
 /// `line`. With `is_call`, a `result` after an `id` that `is_call` names is
-/// read as a `tools/call` result, as `codec::decode_as` does.
+/// read as a `tools/call` result, as `codec::decode_as` does. With `shape`,
+/// a line laid out as the last plain call answer is read by comparing it
+/// with that one ([`Shape`]), and an answer read here may be kept as the
+/// next one's shape.
 pub(crate) fn answer(
     line: &str,
     is_call: &mut Option<&mut dyn FnMut(&Value) -> bool>,
+    mut shape: Option<&mut Shape>,
 ) -> Option<Incoming> {
+    if let (Some(shape), Some(is_call)) = (shape.as_deref(), is_call.as_mut()) {
+        if let Some(answer) = shape.read(line, *is_call) {
+            return Some(answer);
+        }
+    }
     let mut s = Scan::new(line);
     let mut version = false;
     let mut id = None;
+    let mut id_at = 0..0;
     let mut result = None;
     s.object(|s, key| {
         match key? {
@@ -39,7 +56,11 @@ pub(crate) fn answer(
                 s.plain_string_is("2.0")?;
                 version = true;
             }
-            "id" if id.is_none() => id = Some(s.id()?),
+            "id" if id.is_none() => {
+                let start = s.at;
+                id = Some(s.id()?);
+                id_at = start..s.at;
+            }
             "result" if result.is_none() => {
                 let call = match (is_call.as_mut(), id) {
                     (Some(is_call), Some(id)) => is_call(&Value::from(id)),
@@ -58,10 +79,100 @@ pub(crate) fn answer(
     })?;
     s.end()?;
     version.then_some(())?;
+    let result = result?;
+    if let (Some(shape), Body::Call(call), Some(text_at)) = (shape.as_mut(), &result, s.text_at) {
+        if call.content.len() == 1 {
+            shape.keep(line, id_at, text_at, call.is_error);
+        }
+    }
     Some(Incoming::Response {
         id: Value::from(id?),
-        outcome: Ok(result?),
+        outcome: Ok(result),
     })
+}
+
+/// The layout of the last plain call answer read on a connection, so that
+/// the next one laid out the same is read by comparing bytes.
+///
+/// A server writes its answers the same way each time: the same members in
+/// the same order with the same spacing, only the id and the text
+/// changing. So when an answer read by hand holds a call result of one
+/// text block without escapes, the bytes around its id's digits and its
+/// text are kept (at most [`MOST_KEPT`]). A later line made of those same
+/// bytes around an id and a text without a quote, backslash or control
+/// character has every other member as that answer had it: read by hand it
+/// would give the same result, with its own id and text. It is read so
+/// from the comparison alone, which costs a fraction of reading it member
+/// by member. Any other line is read by hand (and may be kept in turn).
+#[derive(Debug, Default)]
+pub(crate) struct Shape {
+    kept: Option<Kept>,
+}
+
+/// The most bytes a [`Shape`] keeps: an answer whose other members are
+/// longer is not kept, so a server cannot make a connection hold much.
+pub(crate) const MOST_KEPT: usize = 512;
+
+#[derive(Debug)]
+struct Kept {
+    /// The answer without its id's digits and its text: the part before
+    /// the id, the part between the two (from `between`), the part after
+    /// the text (from `after`). A result is read as a call's only after its
+    /// id, so the id comes first.
+    parts: Vec<u8>,
+    between: usize,
+    after: usize,
+    is_error: bool,
+}
+
+impl Shape {
+    /// Keeps the layout of `line`, a plain call answer read by hand whose
+    /// id's digits stand at `id` and its one text block's text at `text`.
+    fn keep(&mut self, line: &str, id: Range<usize>, text: Range<usize>, is_error: bool) {
+        let bytes = line.as_bytes();
+        let (Some(before), Some(between), Some(after)) = (
+            bytes.get(..id.start),
+            bytes.get(id.end..text.start),
+            bytes.get(text.end..),
+        ) else {
+            return;
+        };
+        let len = before.len() + between.len() + after.len();
+        if len > MOST_KEPT {
+            self.kept = None;
+            return;
+        }
+        let mut parts = Vec::with_capacity(len);
+        parts.extend_from_slice(before);
+        parts.extend_from_slice(between);
+        parts.extend_from_slice(after);
+        self.kept = Some(Kept {
+            parts,
+            between: before.len(),
+            after: before.len() + between.len(),
+            is_error,
+        });
+    }
+
+    /// `line` read as the answer to a call, if it is laid out as the kept
+    /// answer and `is_call` names its id.
+    fn read(&self, line: &str, is_call: &mut dyn FnMut(&Value) -> bool) -> Option<Incoming> {
+        let kept = self.kept.as_ref()?;
+        let mut s = Scan::new(line);
+        s.part(kept.parts.get(..kept.between)?)?;
+        let id = s.id()?;
+        s.part(kept.parts.get(kept.between..kept.after)?)?;
+        let text = s.plain_text()?;
+        // What ended the text must be the quote the last part starts with.
+        (s.bytes().get(s.at..)? == kept.parts.get(kept.after..)?).then_some(())?;
+        let id = Value::from(id);
+        is_call(&id).then_some(())?;
+        let result = CallResult::new(vec![Content::text(text)]).with_error(kept.is_error);
+        Some(Incoming::Response {
+            id,
+            outcome: Ok(Body::Call(result)),
+        })
+    }
 }
 
 /// A `tools/call` result read from its text, or `None` when
@@ -77,11 +188,18 @@ pub(crate) fn call_result(json: &str) -> Option<CallResult> {
 struct Scan<'a> {
     text: &'a str,
     at: usize,
+    /// Where the text of the last text block read stands, when it has no
+    /// escapes (for [`Shape`]).
+    text_at: Option<Range<usize>>,
 }
 
 impl<'a> Scan<'a> {
     fn new(text: &'a str) -> Self {
-        Scan { text, at: 0 }
+        Scan {
+            text,
+            at: 0,
+            text_at: None,
+        }
     }
 
     fn bytes(&self) -> &'a [u8] {
@@ -100,6 +218,21 @@ impl<'a> Scan<'a> {
 
     fn eat(&mut self, want: u8) -> Option<()> {
         (self.next()? == want).then_some(())
+    }
+
+    /// `part`, byte for byte.
+    fn part(&mut self, part: &[u8]) -> Option<()> {
+        (self.bytes().get(self.at..self.at + part.len())? == part).then_some(())?;
+        self.at += part.len();
+        Some(())
+    }
+
+    /// The run of plain string bytes from the cursor ([`plain_run`]), as
+    /// text: what ends it is left for the caller to check.
+    fn plain_text(&mut self) -> Option<&'a str> {
+        let start = self.at;
+        self.at = plain_run(self.bytes(), start);
+        self.text.get(start..self.at)
     }
 
     /// Skips JSON whitespace.
@@ -375,7 +508,14 @@ impl<'a> Scan<'a> {
                     s.plain_string_is("text")?;
                     kind = true;
                 }
-                "text" if text.is_none() => text = Some(s.owned_string()?),
+                "text" if text.is_none() => {
+                    let start = s.at;
+                    let read = s.owned_string()?;
+                    // Every escape is longer than what it stands for: a
+                    // text as long as its bytes between the quotes has none.
+                    s.text_at = (s.at - start == read.len() + 2).then(|| start + 1..s.at - 1);
+                    text = Some(read);
+                }
                 "type" | "text" | "mimeType" | "data" | "uri" | "name" | "title"
                 | "description" | "size" | "resource" | "blob" => return None,
                 _ => s.skip(3)?,
@@ -421,6 +561,7 @@ pub(crate) fn plain_run(bytes: &[u8], mut at: usize) -> usize {
 mod tests {
     use super::*;
     use crate::codec::decode_json;
+    use spear_capabilities::CallResult;
 
     /// Reads `line` by hand and through serde_json, as the answer to a call
     /// and not; where the hand reader answers, the two must agree. Whether
@@ -428,7 +569,7 @@ mod tests {
     fn read_by_hand(line: &str) -> [bool; 2] {
         [true, false].map(|call| {
             let mut named = |_: &Value| call;
-            let fast = answer(line, &mut Some(&mut named));
+            let fast = answer(line, &mut Some(&mut named), None);
             if let Some(fast) = &fast {
                 let slow = decode_json(line, Some(&mut |_: &Value| call));
                 assert_eq!(fast, &slow, "{line}");
@@ -548,6 +689,199 @@ mod tests {
                 assert_eq!(Some(fast), crate::wire::call_result(json), "{json}");
             }
         }
+    }
+
+    /// `line` read by hand as the answer to a call, `shape` kept from it.
+    fn keep(shape: &mut Shape, line: &str) {
+        let mut named = |_: &Value| true;
+        assert!(
+            answer(line, &mut Some(&mut named), Some(shape)).is_some(),
+            "{line}"
+        );
+    }
+
+    /// `line` read through `shape` alone, as the answer to a call when
+    /// `call`; where it is read, it must read as serde_json reads it.
+    fn read_by_shape(shape: &Shape, line: &str, call: bool) -> bool {
+        let fast = shape.read(line, &mut |_: &Value| call);
+        if let Some(fast) = &fast {
+            let slow = decode_json(line, Some(&mut |_: &Value| call));
+            assert_eq!(fast, &slow, "{line}");
+        }
+        fast.is_some()
+    }
+
+    #[test]
+    fn an_answer_laid_out_as_the_last_is_read_by_comparing_with_it() {
+        let kept = r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"hi"}]}}"#;
+        let mut shape = Shape::default();
+        keep(&mut shape, kept);
+        let read = [
+            kept,
+            "{\"jsonrpc\":\"2.0\",\"id\":18446744073709551615,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"a longer text, é \u{7f}\"}]}}",
+            r#"{"jsonrpc":"2.0","id":0,"result":{"content":[{"type":"text","text":""}]}}"#,
+        ];
+        for line in read {
+            assert!(
+                read_by_shape(&shape, line, true),
+                "not read by shape: {line}"
+            );
+        }
+        let left = [
+            // Not the answer to a call.
+            (kept, false),
+            // An id or a text that the kept answer's reading does not cover.
+            (
+                r#"{"jsonrpc":"2.0","id":07,"result":{"content":[{"type":"text","text":"hi"}]}}"#,
+                true,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":7.5,"result":{"content":[{"type":"text","text":"hi"}]}}"#,
+                true,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1e2,"result":{"content":[{"type":"text","text":"hi"}]}}"#,
+                true,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":18446744073709551616,"result":{"content":[{"type":"text","text":"hi"}]}}"#,
+                true,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":-7,"result":{"content":[{"type":"text","text":"hi"}]}}"#,
+                true,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":"7","result":{"content":[{"type":"text","text":"hi"}]}}"#,
+                true,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":,"result":{"content":[{"type":"text","text":"hi"}]}}"#,
+                true,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"h\ni"}]}}"#,
+                true,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"h"}]}}"}]}}"#,
+                true,
+            ),
+            (
+                "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"h\ti\"}]}}",
+                true,
+            ),
+            // Laid out otherwise, or cut short, or with more after it.
+            (
+                r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"hi"}],"isError":true}}"#,
+                true,
+            ),
+            (
+                r#"{"jsonrpc":"2.0", "id":7,"result":{"content":[{"type":"text","text":"hi"}]}}"#,
+                true,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"hi"},{"type":"text","text":"hi"}]}}"#,
+                true,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"hi"}]}"#,
+                true,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"hi"}]}} "#,
+                true,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"hi"}]}}}"#,
+                true,
+            ),
+            (r#"{"jsonrpc":"2.0","id":7}"#, true),
+            ("", true),
+        ];
+        for (line, call) in left {
+            assert!(!read_by_shape(&shape, line, call), "read by shape: {line}");
+        }
+    }
+
+    #[test]
+    fn what_an_answer_says_beside_its_id_and_text_is_kept_with_its_layout() {
+        let kept = r#"{ "jsonrpc": "2.0", "id": 3, "result": {"isError": true, "content": [{"type": "text", "text": "no", "_meta": {"k": [1, "\u00e9"]}}], "_meta": {}} }"#;
+        let mut shape = Shape::default();
+        keep(&mut shape, kept);
+        let line = kept.replace("3", "40").replace("no", "not found");
+        assert!(read_by_shape(&shape, &line, true), "{line}");
+        let mut named = |_: &Value| true;
+        match shape.read(&line, &mut named) {
+            Some(Incoming::Response {
+                id,
+                outcome: Ok(Body::Call(result)),
+            }) => {
+                assert_eq!(id, 40);
+                assert_eq!(result, CallResult::text("not found").with_error(true));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn only_a_plain_call_answer_of_one_text_without_escapes_is_kept() {
+        let not_kept = [
+            // Read as text: not the answer to a call, or its result before its id.
+            (
+                r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"hi"}]}}"#,
+                false,
+            ),
+            (
+                r#"{"result":{"content":[{"type":"text","text":"hi"}]},"jsonrpc":"2.0","id":7}"#,
+                true,
+            ),
+            // Not one text, or one with escapes.
+            (r#"{"jsonrpc":"2.0","id":7,"result":{"content":[]}}"#, true),
+            (
+                r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}}"#,
+                true,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"a\/b"}]}}"#,
+                true,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"\u0041"}]}}"#,
+                true,
+            ),
+            // Read by serde_json.
+            (
+                r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"\ud83d\ude00"}]}}"#,
+                true,
+            ),
+        ];
+        for (line, call) in not_kept {
+            let mut shape = Shape::default();
+            let mut named = |_: &Value| call;
+            let _ = answer(line, &mut Some(&mut named), Some(&mut shape));
+            assert!(shape.kept.is_none(), "kept: {line}");
+        }
+        // Past the bound, what was kept before is let go.
+        let mut shape = Shape::default();
+        keep(
+            &mut shape,
+            r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"hi"}]}}"#,
+        );
+        let pad = "x".repeat(MOST_KEPT);
+        let long = format!(
+            r#"{{"jsonrpc":"2.0","id":7,"pad":"{pad}","result":{{"content":[{{"type":"text","text":"hi"}}]}}}}"#
+        );
+        keep(&mut shape, &long);
+        assert!(shape.kept.is_none());
+        // A text of any length is not kept: only what is around it.
+        let text = "y".repeat(10 * MOST_KEPT);
+        let line = format!(
+            r#"{{"jsonrpc":"2.0","id":7,"result":{{"content":[{{"type":"text","text":"{text}"}}]}}}}"#
+        );
+        keep(&mut shape, &line);
+        let kept = shape.kept.as_ref().map(|k| k.parts.len());
+        assert_eq!(kept, Some(line.len() - text.len() - 1));
     }
 
     #[test]
