@@ -638,7 +638,7 @@ fn write_line(out: &mut Vec<u8>, id: u64, method: &str, params: impl FnOnce(&mut
 /// escape (a quote, a backslash or a control character, newlines
 /// included), else as serde_json escapes it.
 fn write_str(out: &mut Vec<u8>, s: &str) {
-    if crate::scan::plain_run(s.as_bytes(), 0) == s.len() {
+    if crate::scan::is_plain(s.as_bytes()) {
         out.reserve(s.len() + 2);
         out.push(b'"');
         out.extend_from_slice(s.as_bytes());

@@ -531,18 +531,8 @@ impl<'a> Scan<'a> {
 /// backslash or control character, or the end. Eight bytes at a time.
 /// These are also the bytes a JSON string must escape (`codec::write_str`).
 pub(crate) fn plain_run(bytes: &[u8], mut at: usize) -> usize {
-    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
-    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
-    // The bytes of `word` equal to zero: exact in the lowest one flagged,
-    // which is all that is read of it.
-    let zero = |word: u64| word.wrapping_sub(ONES) & !word & HIGH;
     while let Some(chunk) = bytes.get(at..at + 8) {
-        let word = u64::from_le_bytes(chunk.try_into().unwrap_or_default());
-        let special = zero(word ^ (ONES * u64::from(b'"')))
-            | zero(word ^ (ONES * u64::from(b'\\')))
-            // Below 0x20: a byte minus 0x20 that borrows, from a byte
-            // without its high bit set.
-            | (word.wrapping_sub(ONES * 0x20) & !word & HIGH);
+        let special = specials(u64::from_le_bytes(chunk.try_into().unwrap_or_default()));
         if special != 0 {
             return at + special.trailing_zeros() as usize / 8;
         }
@@ -555,6 +545,63 @@ pub(crate) fn plain_run(bytes: &[u8], mut at: usize) -> usize {
         at += 1;
     }
     at
+}
+
+/// Whether `bytes` holds no quote, backslash or control character:
+/// [`plain_run`] to the end, but with no byte at a time. The bytes after
+/// the last whole word are read in a word that overlaps the one before,
+/// and fewer than eight in two overlapping halves (or three single bytes):
+/// a byte read twice changes nothing.
+pub(crate) fn is_plain(bytes: &[u8]) -> bool {
+    let n = bytes.len();
+    let word = |at: usize| {
+        bytes
+            .get(at..at + 8)
+            .map_or(0, |w| u64::from_le_bytes(w.try_into().unwrap_or_default()))
+    };
+    let half = |at: usize| {
+        bytes.get(at..at + 4).map_or(0, |w| {
+            u64::from(u32::from_le_bytes(w.try_into().unwrap_or_default()))
+        })
+    };
+    let last = match n {
+        0 => return true,
+        // Three bytes cover one to three; the rest of the word is plain.
+        1..4 => {
+            let byte = |at: usize| u64::from(bytes.get(at).copied().unwrap_or(b'a'));
+            byte(0) | byte(n / 2) << 8 | byte(n - 1) << 16 | PLAIN_HIGH_BYTES
+        }
+        4..8 => half(0) | half(n - 4) << 32,
+        _ => {
+            let mut at = 0;
+            while at + 8 < n {
+                if specials(word(at)) != 0 {
+                    return false;
+                }
+                at += 8;
+            }
+            word(n - 8)
+        }
+    };
+    specials(last) == 0
+}
+
+/// The five bytes of a word above its third: plain (`a`s).
+const PLAIN_HIGH_BYTES: u64 = u64::from_le_bytes([0, 0, 0, b'a', b'a', b'a', b'a', b'a']);
+
+/// The bytes of `word` that a JSON string must escape, flagged by their
+/// high bit: exact in the lowest one flagged (which is all [`plain_run`]
+/// reads of it), and zero exactly when there is none.
+fn specials(word: u64) -> u64 {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
+    // The bytes of `word` equal to zero.
+    let zero = |word: u64| word.wrapping_sub(ONES) & !word & HIGH;
+    zero(word ^ (ONES * u64::from(b'"')))
+        | zero(word ^ (ONES * u64::from(b'\\')))
+        // Below 0x20: a byte minus 0x20 that borrows, from a byte without
+        // its high bit set.
+        | (word.wrapping_sub(ONES * 0x20) & !word & HIGH)
 }
 
 #[cfg(test)]
@@ -882,6 +929,26 @@ mod tests {
         keep(&mut shape, &line);
         let kept = shape.kept.as_ref().map(|k| k.parts.len());
         assert_eq!(kept, Some(line.len() - text.len() - 1));
+    }
+
+    #[test]
+    fn a_string_is_plain_when_no_byte_of_it_needs_an_escape() {
+        let text = "abcdefghijklmnopqrstuvwxyzé\u{7f}";
+        for len in 0..=text.len() {
+            let Some(plain) = text.get(..len) else {
+                continue;
+            };
+            assert!(is_plain(plain.as_bytes()), "{plain:?}");
+            for special in ["\"", "\\", "\u{0}", "\u{1f}", "\n"] {
+                for at in 0..=len {
+                    if !plain.is_char_boundary(at) {
+                        continue;
+                    }
+                    let s = format!("{}{special}{}", &plain[..at], &plain[at..]);
+                    assert!(!is_plain(s.as_bytes()), "{s:?}");
+                }
+            }
+        }
     }
 
     #[test]
