@@ -18,7 +18,6 @@ use std::task::Poll;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
-use tokio::sync::oneshot;
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
@@ -28,6 +27,7 @@ use crate::inbox::{End, Flow, Inbox};
 use crate::outbox::{MAX_UNREAD, Outbox, Unread};
 use crate::process::{Pipes, ServerProcess};
 use crate::scan::Shape;
+use crate::slot;
 
 /// What happened on the connection that is not an answer to us: kept for the
 /// operator (`describe`), never shown to a turn.
@@ -51,7 +51,7 @@ type Answer = Result<Body, Failure>;
 /// A request waiting for its answer.
 #[derive(Debug)]
 struct Waiter {
-    tx: oneshot::Sender<Answer>,
+    tx: slot::Sender<Answer>,
     deadline: Instant,
 }
 
@@ -204,7 +204,7 @@ impl Connection {
     /// its id, and waits for its answer.
     async fn exchange(&self, call: bool, write: impl FnOnce(&mut Vec<u8>, u64)) -> Answer {
         let id = request_id(self.next_id.fetch_add(1, Ordering::Relaxed), call);
-        let (tx, rx) = oneshot::channel();
+        let (tx, rx) = slot::slot();
         let others_in_flight = {
             let deadline = Instant::now() + self.timeout;
             let mut shared = lock(&self.shared);
@@ -594,7 +594,7 @@ fn handle_line(
     line: &[u8],
     shape: &mut Shape,
     me: Option<u64>,
-) -> Flow<(Answer, oneshot::Sender<Answer>)> {
+) -> Flow<(Answer, slot::Sender<Answer>)> {
     let mut is_call = |id: &Value| id.as_u64().is_some_and(is_call_id);
     match codec::decode_as(line, Some(&mut is_call), Some(shape)) {
         Incoming::Junk => {
