@@ -154,6 +154,10 @@ mod tests {
         (Arc::clone(&count), Waker::from(Arc::clone(&count)))
     }
 
+    fn poll<T>(rx: &mut Receiver<T>, cx: &mut Context<'_>) -> Poll<Result<T, Closed>> {
+        Pin::new(rx).poll(cx)
+    }
+
     fn woken(count: &Count) -> usize {
         count.0.load(Ordering::SeqCst)
     }
@@ -163,16 +167,16 @@ mod tests {
         let (count, waker) = counter();
         let mut cx = Context::from_waker(&waker);
         let (tx, mut rx) = slot();
-        assert_eq!(Pin::new(&mut rx).poll(&mut cx), Poll::Pending);
-        assert_eq!(Pin::new(&mut rx).poll(&mut cx), Poll::Pending);
+        assert_eq!(poll(&mut rx, &mut cx), Poll::Pending);
+        assert_eq!(poll(&mut rx, &mut cx), Poll::Pending);
         assert_eq!(woken(&count), 0);
         assert_eq!(tx.send(7), Ok(()));
         assert_eq!(woken(&count), 1);
-        assert_eq!(Pin::new(&mut rx).poll(&mut cx), Poll::Ready(Ok(7)));
+        assert_eq!(poll(&mut rx, &mut cx), Poll::Ready(Ok(7)));
         // A value sent before anyone waits is there at the first poll.
         let (tx, mut rx) = slot();
         assert_eq!(tx.send("early"), Ok(()));
-        assert_eq!(Pin::new(&mut rx).poll(&mut cx), Poll::Ready(Ok("early")));
+        assert_eq!(poll(&mut rx, &mut cx), Poll::Ready(Ok("early")));
         assert_eq!(woken(&count), 1);
     }
 
@@ -181,10 +185,10 @@ mod tests {
         let (count, waker) = counter();
         let mut cx = Context::from_waker(&waker);
         let (tx, mut rx) = slot::<u8>();
-        assert_eq!(Pin::new(&mut rx).poll(&mut cx), Poll::Pending);
+        assert_eq!(poll(&mut rx, &mut cx), Poll::Pending);
         drop(tx);
         assert_eq!(woken(&count), 1);
-        assert_eq!(Pin::new(&mut rx).poll(&mut cx), Poll::Ready(Err(Closed)));
+        assert_eq!(poll(&mut rx, &mut cx), Poll::Ready(Err(Closed)));
     }
 
     #[test]
@@ -192,11 +196,11 @@ mod tests {
         let (count, waker) = counter();
         let mut cx = Context::from_waker(&waker);
         let (tx, mut rx) = slot();
-        assert_eq!(Pin::new(&mut rx).poll(&mut cx), Poll::Pending);
+        assert_eq!(poll(&mut rx, &mut cx), Poll::Pending);
         drop(rx);
         assert_eq!(tx.send(Arc::new(1)), Err(Arc::new(1)));
         let (tx, mut rx) = slot::<u8>();
-        assert_eq!(Pin::new(&mut rx).poll(&mut cx), Poll::Pending);
+        assert_eq!(poll(&mut rx, &mut cx), Poll::Pending);
         drop(rx);
         drop(tx);
         assert_eq!(woken(&count), 0);
