@@ -111,7 +111,7 @@ pub(crate) struct Shape {
 
 /// The most bytes a [`Shape`] keeps: an answer whose other members are
 /// longer is not kept, so a server cannot make a connection hold much.
-pub(crate) const MOST_KEPT: usize = 512;
+const MOST_KEPT: usize = 512;
 
 #[derive(Debug)]
 struct Kept {
@@ -529,8 +529,8 @@ impl<'a> Scan<'a> {
 
 /// Where the run of plain string bytes from `at` ends: at the first quote,
 /// backslash or control character, or the end. Eight bytes at a time.
-/// These are also the bytes a JSON string must escape (`codec::write_str`).
-pub(crate) fn plain_run(bytes: &[u8], mut at: usize) -> usize {
+/// These are also the bytes a JSON string must escape ([`is_plain`]).
+fn plain_run(bytes: &[u8], mut at: usize) -> usize {
     while let Some(chunk) = bytes.get(at..at + 8) {
         let special = specials(u64::from_le_bytes(chunk.try_into().unwrap_or_default()));
         if special != 0 {
@@ -608,7 +608,6 @@ fn specials(word: u64) -> u64 {
 mod tests {
     use super::*;
     use crate::codec::decode_json;
-    use spear_capabilities::CallResult;
 
     /// Reads `line` by hand and through serde_json, as the answer to a call
     /// and not; where the hand reader answers, the two must agree. Whether

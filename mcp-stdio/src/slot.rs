@@ -57,39 +57,37 @@ impl<T> Sender<T> {
     /// Puts `value` in the slot and wakes the receiver if it waits; gives
     /// `value` back when the receiver is gone.
     pub(crate) fn send(mut self, value: T) -> Result<(), T> {
-        let Some(inner) = self.inner.take() else {
-            return Err(value);
-        };
-        let waker = {
-            let mut state = lock(&inner);
-            state.sender = false;
-            if !state.receiver {
-                return Err(value);
-            }
-            state.value = Some(value);
-            state.waker.take()
-        };
-        if let Some(waker) = waker {
-            waker.wake();
+        match self.inner.take() {
+            Some(inner) => end(&inner, Some(value)).map_or(Ok(()), Err),
+            None => Err(value),
         }
-        Ok(())
     }
 }
 
 impl<T> Drop for Sender<T> {
     fn drop(&mut self) {
-        let Some(inner) = self.inner.take() else {
-            return;
-        };
-        let waker = {
-            let mut state = lock(&inner);
-            state.sender = false;
-            state.waker.take()
-        };
-        if let Some(waker) = waker {
-            waker.wake();
+        if let Some(inner) = self.inner.take() {
+            end(&inner, None);
         }
     }
+}
+
+/// The sender's end, with a value or without: the receiver, if it waits,
+/// is woken. The value comes back when the receiver is gone.
+fn end<T>(inner: &Mutex<State<T>>, value: Option<T>) -> Option<T> {
+    let waker = {
+        let mut state = lock(inner);
+        state.sender = false;
+        if !state.receiver {
+            return value;
+        }
+        state.value = value;
+        state.waker.take()
+    };
+    if let Some(waker) = waker {
+        waker.wake();
+    }
+    None
 }
 
 /// The sender went without sending.
