@@ -609,18 +609,21 @@ mod tests {
     use super::*;
     use crate::codec::decode_json;
 
-    /// Reads `line` by hand and through serde_json, as the answer to a call
-    /// and not; where the hand reader answers, the two must agree. Whether
-    /// it answered, as an answer to a call and not.
+    /// Whether a shortcut read `line` (`fast`); where it did, serde_json
+    /// must read it the same, as the answer to a call when `call`.
+    fn read_as_serde_json(fast: Option<Incoming>, line: &str, call: bool) -> bool {
+        if let Some(fast) = &fast {
+            let slow = decode_json(line, Some(&mut |_: &Value| call));
+            assert_eq!(fast, &slow, "{line}");
+        }
+        fast.is_some()
+    }
+
+    /// Reads `line` by hand, as the answer to a call and not ([`read_as_serde_json`]).
     fn read_by_hand(line: &str) -> [bool; 2] {
         [true, false].map(|call| {
             let mut named = |_: &Value| call;
-            let fast = answer(line, &mut Some(&mut named), None);
-            if let Some(fast) = &fast {
-                let slow = decode_json(line, Some(&mut |_: &Value| call));
-                assert_eq!(fast, &slow, "{line}");
-            }
-            fast.is_some()
+            read_as_serde_json(answer(line, &mut Some(&mut named), None), line, call)
         })
     }
 
@@ -746,15 +749,9 @@ mod tests {
         );
     }
 
-    /// `line` read through `shape` alone, as the answer to a call when
-    /// `call`; where it is read, it must read as serde_json reads it.
+    /// `line` read through `shape` alone ([`read_as_serde_json`]).
     fn read_by_shape(shape: &Shape, line: &str, call: bool) -> bool {
-        let fast = shape.read(line, &mut |_: &Value| call);
-        if let Some(fast) = &fast {
-            let slow = decode_json(line, Some(&mut |_: &Value| call));
-            assert_eq!(fast, &slow, "{line}");
-        }
-        fast.is_some()
+        read_as_serde_json(shape.read(line, &mut |_: &Value| call), line, call)
     }
 
     #[test]
