@@ -9,12 +9,11 @@
 //! call cost about a tenth of the client's work on a call.
 
 use std::collections::HashMap;
-use std::future::{Future, poll_fn};
+use std::future::poll_fn;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
-use std::task::Poll;
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
@@ -27,7 +26,6 @@ use crate::inbox::{End, Flow, Inbox};
 use crate::outbox::{MAX_UNREAD, Outbox, Unread};
 use crate::process::{Pipes, ServerProcess};
 use crate::scan::Shape;
-use crate::slot;
 
 /// What happened on the connection that is not an answer to us: kept for the
 /// operator (`describe`), never shown to a turn.
@@ -49,10 +47,35 @@ pub struct Stats {
 type Answer = Result<Body, Failure>;
 
 /// A request waiting for its answer.
+///
+/// Its caller takes the answer from [`Shared::answered`], where whoever
+/// read it leaves it, and is woken by the waker it left here: the entry is
+/// the only thing between the two, so a call allocates nothing of its own
+/// to wait (a one-shot channel cost the caller's thread a heap block, its
+/// lock and its drop, about 350 instructions a call).
 #[derive(Debug)]
 struct Waiter {
-    tx: slot::Sender<Answer>,
     deadline: Instant,
+    /// The caller, once it waits.
+    waker: Option<Waker>,
+    /// A call's arguments, left here by its caller once it waits, so that
+    /// they are freed by whoever reads the answer: on a multi-thread
+    /// runtime, usually the reader task's thread, not the one the calls
+    /// wait on (freeing them cost that thread about 400 instructions).
+    kept: Option<Map<String, Value>>,
+}
+
+/// What a request sends: a `tools/call`'s tool and arguments, or another
+/// method with its params.
+enum Sent<'a, P: ?Sized> {
+    Call {
+        tool: &'a str,
+        arguments: Map<String, Value>,
+    },
+    Other {
+        method: &'a str,
+        params: &'a P,
+    },
 }
 
 /// A request's id tells its kind: a `tools/call`'s is odd, any other
@@ -101,7 +124,11 @@ impl Hasher for IdHasher {
 
 #[derive(Debug, Default)]
 struct Shared {
+    /// Requests sent and not answered.
     pending: HashMap<u64, Waiter, BuildHasherDefault<IdHasher>>,
+    /// Answers read and not yet taken by their callers (the failure of the
+    /// connection, for those pending when it failed).
+    answered: HashMap<u64, Answer, BuildHasherDefault<IdHasher>>,
     /// The last request was sent with others in flight (see
     /// [`Connection::request`]).
     crowded: bool,
@@ -182,8 +209,7 @@ impl Connection {
         method: &str,
         params: &P,
     ) -> Result<Raw, Failure> {
-        let write = |queue: &mut Vec<u8>, id| codec::write_request(queue, id, method, params);
-        match self.exchange(false, write).await? {
+        match self.exchange(Sent::Other { method, params }).await? {
             Body::Text(raw) => Ok(raw),
             // Only a request marked as a call is answered so.
             Body::Call(_) => Err(Failure::Protocol(format!(
@@ -195,23 +221,28 @@ impl Connection {
     /// [`Connection::request`] for a `tools/call`: its result is read into
     /// its type as the answer is decoded, by whoever reads it, where it is
     /// the plain case ([`request_id`]); otherwise it comes as text.
-    pub(crate) async fn request_call(&self, tool: &str, arguments: &Map<String, Value>) -> Answer {
-        let write = |queue: &mut Vec<u8>, id| codec::write_call(queue, id, tool, arguments);
-        self.exchange(true, write).await
+    pub(crate) async fn request_call(&self, tool: &str, arguments: Map<String, Value>) -> Answer {
+        self.exchange::<()>(Sent::Call { tool, arguments }).await
     }
 
-    /// Sends the request that `write` appends to the outbox's queue, given
-    /// its id, and waits for its answer.
-    async fn exchange(&self, call: bool, write: impl FnOnce(&mut Vec<u8>, u64)) -> Answer {
+    /// Sends one request and waits for its answer.
+    async fn exchange<P: serde::Serialize + ?Sized>(&self, sent: Sent<'_, P>) -> Answer {
+        let call = matches!(sent, Sent::Call { .. });
         let id = request_id(self.next_id.fetch_add(1, Ordering::Relaxed), call);
-        let (tx, rx) = slot::slot();
         let others_in_flight = {
             let deadline = Instant::now() + self.timeout;
             let mut shared = lock(&self.shared);
             if let Some(failure) = &shared.failure {
                 return Err(failure.clone());
             }
-            shared.pending.insert(id, Waiter { tx, deadline });
+            shared.pending.insert(
+                id,
+                Waiter {
+                    deadline,
+                    waker: None,
+                    kept: None,
+                },
+            );
             // Alone is a request with nothing else in flight that also
             // follows one that was alone: calls in flight are answered in
             // batches, and their callers all take their answers before any
@@ -240,24 +271,26 @@ impl Connection {
                 handle_line(&self.shared, &self.out, line, shape, me)
             };
             let early = poll_fn(|cx| Poll::Ready(self.inbox.lead(id, cx, handle))).await;
-            if let Some((answer, tx)) = early {
+            if let Some(answer) = early {
                 // Answered before it was asked, by a server that guessed
                 // the id; `lead` handed reading back already.
                 guard.armed = false;
                 guard.led = false;
-                drop(tx);
                 return answer;
             }
         }
         // Behind others in flight, the line is queued; if it starts the
         // queue, this request writes it, after one yield in which the other
         // callers of the moment queue theirs behind it (`outbox.rs`).
-        guard.owes_flush = send_with(
-            &self.shared,
-            &self.out,
-            |queue| write(queue, id),
-            others_in_flight,
-        );
+        let write = |queue: &mut Vec<u8>| match &sent {
+            Sent::Call { tool, arguments } => codec::write_call(queue, id, tool, arguments),
+            Sent::Other { method, params } => codec::write_request(queue, id, method, params),
+        };
+        guard.owes_flush = send_with(&self.shared, &self.out, write, others_in_flight);
+        let mut kept = match sent {
+            Sent::Call { arguments, .. } => Some(arguments),
+            Sent::Other { .. } => None,
+        };
         if guard.owes_flush {
             tokio::task::yield_now().await;
             guard.owes_flush = false;
@@ -269,10 +302,8 @@ impl Connection {
                 .inbox
                 .read_now(|line, shape| handle_line(&self.shared, &self.out, line, shape, me));
             self.read_now.went(mine.is_some());
-            if let Some((answer, tx)) = mine {
+            if let Some(answer) = mine {
                 guard.armed = false;
-                drop(rx);
-                drop(tx);
                 // A call answered at once never waits: the runtime's other
                 // tasks get their turn now and then, as with its own I/O.
                 tokio::task::consume_budget().await;
@@ -282,8 +313,7 @@ impl Connection {
         // The answer, or the failure of the connection: the sweeper's
         // timeout, the reader's end, or shutdown. Read by this caller itself
         // where that saves a hand-off (`inbox.rs`); then the answer is kept
-        // for it rather than sent, its receiver dropped first so that
-        // dropping the sender wakes nobody.
+        // for it rather than left in the map, and wakes nobody.
         // A lone call only: with others in flight, their callers would all
         // take turns at reading, each turn a poll of the pipe, where one
         // reader task reading for all of them is cheaper. On either runtime:
@@ -291,30 +321,54 @@ impl Connection {
         // way, but a leader is then woken by it without the reader task's
         // poll and channel in between.
         let leads = !others_in_flight;
-        let mut rx = Some(rx);
         let answer = poll_fn(|cx| {
             if leads {
                 guard.led = true;
                 let mine = self.inbox.lead(id, cx, |line, shape| {
                     handle_line(&self.shared, &self.out, line, shape, me)
                 });
-                if let Some((answer, tx)) = mine {
+                if let Some(answer) = mine {
                     // `lead` handed reading back already.
                     guard.led = false;
-                    rx = None;
-                    drop(tx);
-                    return Poll::Ready(Ok(answer));
+                    return Poll::Ready(answer);
                 }
             }
-            match rx.as_mut() {
-                Some(rx) => Pin::new(rx).poll(cx),
-                None => Poll::Pending,
-            }
+            self.take(id, cx, &mut kept)
         })
         .await;
         guard.armed = false;
-        // A dropped sender means the connection ended without a word.
-        answer.unwrap_or_else(|_| Err(self.failure().unwrap_or(Failure::ShutDown)))
+        answer
+    }
+
+    /// The answer to request `id` if it was read; else leaves the caller's
+    /// waker, and the call's arguments if they are still the caller's, on
+    /// its entry.
+    fn take(
+        &self,
+        id: u64,
+        cx: &mut Context<'_>,
+        kept: &mut Option<Map<String, Value>>,
+    ) -> Poll<Answer> {
+        let mut shared = lock(&self.shared);
+        if let Some(answer) = shared.answered.remove(&id) {
+            return Poll::Ready(answer);
+        }
+        let shared = &mut *shared;
+        match shared.pending.get_mut(&id) {
+            Some(waiter) => {
+                match &waiter.waker {
+                    Some(waker) if waker.will_wake(cx.waker()) => {}
+                    _ => waiter.waker = Some(cx.waker().clone()),
+                }
+                if kept.is_some() {
+                    waiter.kept = kept.take();
+                }
+                Poll::Pending
+            }
+            // Neither answered nor pending: the connection ended without
+            // a word (its entries are answered with its failure).
+            None => Poll::Ready(Err(shared.failure.clone().unwrap_or(Failure::ShutDown))),
+        }
     }
 
     /// Sends one notification.
@@ -457,10 +511,17 @@ fn fail(shared: &Mutex<Shared>, failure: Failure) {
             return;
         }
         shared.failure = Some(failure.clone());
-        std::mem::take(&mut shared.pending)
+        let pending = std::mem::take(&mut shared.pending);
+        for &id in pending.keys() {
+            shared.answered.insert(id, Err(failure.clone()));
+        }
+        pending
     };
+    // Woken and freed with the lock let go.
     for (_, waiter) in pending {
-        let _ = waiter.tx.send(Err(failure.clone()));
+        if let Some(waker) = waiter.waker {
+            waker.wake();
+        }
     }
 }
 
@@ -542,11 +603,14 @@ impl Drop for Pending<'_> {
         if !self.armed {
             return;
         }
-        let removed = lock(&self.connection.shared)
-            .pending
-            .remove(&self.id)
-            .is_some();
-        if removed {
+        let (waiter, answer) = {
+            let mut shared = lock(&self.connection.shared);
+            let answer = shared.answered.remove(&self.id);
+            (shared.pending.remove(&self.id), answer)
+        };
+        // An answer nobody takes is dropped here, with the lock let go.
+        drop(answer);
+        if waiter.is_some() {
             let line = cancelled(self.id, "the client stopped waiting");
             send(&self.connection.shared, &self.connection.out, &line, false);
         }
@@ -594,7 +658,7 @@ fn handle_line(
     line: &[u8],
     shape: &mut Shape,
     me: Option<u64>,
-) -> Flow<(Answer, slot::Sender<Answer>)> {
+) -> Flow<Answer> {
     let mut is_call = |id: &Value| id.as_u64().is_some_and(is_call_id);
     match codec::decode_as(line, Some(&mut is_call), Some(shape)) {
         Incoming::Junk => {
@@ -604,25 +668,31 @@ fn handle_line(
             shared.stats.last_junk = Some(String::from_utf8_lossy(cut).into_owned());
         }
         Incoming::Response { id, outcome } => {
-            let id = id.as_u64();
+            let answer = outcome.map_err(|(code, message)| Failure::Rejected { code, message });
             let waiter = {
                 let mut shared = lock(shared);
-                let waiter = id.and_then(|id| shared.pending.remove(&id));
-                if waiter.is_none() {
-                    shared.stats.stray_answers += 1;
-                }
-                waiter
-            };
-            if let Some(waiter) = waiter {
-                let answer = outcome.map_err(|(code, message)| Failure::Rejected { code, message });
-                if me.is_some() && id == me {
-                    return Flow::Mine((answer, waiter.tx));
-                }
-                #[cfg(test)]
+                match id
+                    .as_u64()
+                    .and_then(|id| Some((id, shared.pending.remove(&id)?)))
                 {
-                    lock(shared).handed_on += 1;
+                    Some((id, _)) if me == Some(id) => return Flow::Mine(answer),
+                    Some((id, waiter)) => {
+                        shared.answered.insert(id, answer);
+                        #[cfg(test)]
+                        {
+                            shared.handed_on += 1;
+                        }
+                        Some(waiter)
+                    }
+                    None => {
+                        shared.stats.stray_answers += 1;
+                        None
+                    }
                 }
-                let _ = waiter.tx.send(answer);
+            };
+            // Woken, and the call's arguments freed, with the lock let go.
+            if let Some(waker) = waiter.and_then(|w| w.waker) {
+                waker.wake();
             }
         }
         Incoming::Request { id, method } => {
@@ -687,6 +757,9 @@ async fn crashed(process: &Weak<ServerProcess>, what: &str) -> Failure {
 
 #[cfg(test)]
 mod tests {
+    use std::future::Future;
+    use std::pin::Pin;
+
     use super::*;
     use crate::config::ServerConfig;
 
@@ -793,7 +866,7 @@ mod tests {
         let empty = Body::Call(spear_capabilities::CallResult::new(Vec::new()));
         let text = Raw::of("{}");
         for _ in 0..3 {
-            let call = c.request_call("t", &args).await.expect("answered");
+            let call = c.request_call("t", args.clone()).await.expect("answered");
             assert_eq!(call, empty);
             let other = c.request("x", &json!({})).await.expect("answered");
             assert_eq!(other, text);
@@ -805,8 +878,8 @@ mod tests {
         c.read_now.skip.store(u32::MAX, Ordering::Relaxed);
         let params = json!({});
         let (a, b, x) = tokio::join!(
-            c.request_call("t", &args),
-            c.request_call("t", &args),
+            c.request_call("t", args.clone()),
+            c.request_call("t", args.clone()),
             c.request("x", &params),
         );
         assert_eq!(
@@ -818,6 +891,144 @@ mod tests {
             lock(&c.shared).handed_on > before,
             "no answer was handed on"
         );
+        close(process, c).await;
+    }
+
+    /// Counts the times it is woken.
+    #[derive(Default)]
+    struct Wakes(AtomicU64);
+
+    impl std::task::Wake for Wakes {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// A connection to a server that reads every line and answers none:
+    /// a test hands the connection its answers itself, as the reader
+    /// would ([`handle_line`]).
+    fn connected_to_mute() -> (Arc<ServerProcess>, Connection) {
+        connected_to(&ServerConfig::new(["sh", "-c", "exec cat >/dev/null"]))
+    }
+
+    /// Polls `call` until it waits for its answer; the id it waits for.
+    fn poll_until_waiting<F: Future<Output = Answer>>(
+        c: &Connection,
+        mut call: Pin<&mut F>,
+        cx: &mut Context<'_>,
+    ) -> u64 {
+        for _ in 0..3 {
+            assert!(call.as_mut().poll(cx).is_pending(), "no answer came");
+            let shared = lock(&c.shared);
+            let waiting = shared.pending.iter().find(|(_, w)| w.waker.is_some());
+            if let Some((&id, _)) = waiting.filter(|_| shared.pending.len() == 1) {
+                return id;
+            }
+        }
+        panic!("the call never waited");
+    }
+
+    /// The answer to `id`, as the server would write it, handed to the
+    /// connection as the reader would hand it.
+    fn answer(c: &Connection, id: u64) {
+        let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[]}}}}"#);
+        let flow = handle_line(
+            &c.shared,
+            &c.out,
+            line.as_bytes(),
+            &mut Shape::default(),
+            None,
+        );
+        assert!(matches!(flow, Flow::Go), "{flow:?}");
+    }
+
+    /// A waiting call's entry holds its waker and its arguments; whoever
+    /// reads the answer leaves it for the caller, wakes it, and frees the
+    /// arguments with the entry; the caller takes it and leaves nothing.
+    #[tokio::test]
+    async fn an_answer_is_left_for_its_caller_who_takes_it_and_leaves_nothing() {
+        let (process, c) = connected_to_mute();
+        let wakes = Arc::new(Wakes::default());
+        let waker = Waker::from(Arc::clone(&wakes));
+        let mut cx = Context::from_waker(&waker);
+        let mut args = Map::new();
+        args.insert("text".into(), json!("kept"));
+        let mut call = Box::pin(c.request_call("t", args.clone()));
+        let id = poll_until_waiting(&c, call.as_mut(), &mut cx);
+        assert_eq!(lock(&c.shared).pending[&id].kept, Some(args));
+        answer(&c, id);
+        {
+            let shared = lock(&c.shared);
+            assert!(
+                shared.pending.is_empty(),
+                "the entry went, with the arguments"
+            );
+            assert!(shared.answered.contains_key(&id));
+        }
+        assert_eq!(
+            wakes.0.load(Ordering::Relaxed),
+            1,
+            "the caller is woken once"
+        );
+        let empty = Body::Call(spear_capabilities::CallResult::new(Vec::new()));
+        match call.as_mut().poll(&mut cx) {
+            Poll::Ready(got) => assert_eq!(got.expect("answered"), empty),
+            Poll::Pending => panic!("the answer was there"),
+        }
+        assert!(lock(&c.shared).answered.is_empty());
+        drop(call);
+        close(process, c).await;
+    }
+
+    /// An answer left for a caller that stopped waiting goes with its
+    /// caller; so does the entry of one that stopped before its answer.
+    #[tokio::test]
+    async fn a_caller_that_stops_waiting_leaves_nothing_behind() {
+        let (process, c) = connected_to_mute();
+        let waker = Waker::from(Arc::new(Wakes::default()));
+        let mut cx = Context::from_waker(&waker);
+        for answered in [true, false] {
+            let mut call = Box::pin(c.request_call("t", Map::new()));
+            let id = poll_until_waiting(&c, call.as_mut(), &mut cx);
+            if answered {
+                answer(&c, id);
+            }
+            drop(call);
+            let shared = lock(&c.shared);
+            assert!(shared.pending.is_empty() && shared.answered.is_empty());
+            assert_eq!(shared.stats.stray_answers, 0);
+        }
+        // The answer to the call that stopped first comes now: a stray.
+        answer(&c, request_id(2, true));
+        assert_eq!(lock(&c.shared).stats.stray_answers, 1);
+        close(process, c).await;
+    }
+
+    /// The failure of the connection is every waiting caller's answer, and
+    /// wakes each; it is left for each the way an answer is.
+    #[tokio::test]
+    async fn a_failure_answers_and_wakes_every_waiting_caller() {
+        let (process, c) = connected_to_mute();
+        let wakes = Arc::new(Wakes::default());
+        let waker = Waker::from(Arc::clone(&wakes));
+        let mut cx = Context::from_waker(&waker);
+        let mut first = Box::pin(c.request_call("t", Map::new()));
+        poll_until_waiting(&c, first.as_mut(), &mut cx);
+        let params = json!({});
+        let mut second = Box::pin(c.request("x", &params));
+        assert!(second.as_mut().poll(&mut cx).is_pending());
+        assert!(second.as_mut().poll(&mut cx).is_pending());
+        assert_eq!(lock(&c.shared).pending.len(), 2);
+        let failure = Failure::Protocol("broken".into());
+        c.fail(failure.clone());
+        assert_eq!(wakes.0.load(Ordering::Relaxed), 2, "each caller is woken");
+        assert!(matches!(first.as_mut().poll(&mut cx), Poll::Ready(Err(f)) if f == failure));
+        assert!(matches!(second.as_mut().poll(&mut cx), Poll::Ready(Err(f)) if f == failure));
+        drop((first, second));
+        {
+            let shared = lock(&c.shared);
+            assert!(shared.pending.is_empty() && shared.answered.is_empty());
+        }
         close(process, c).await;
     }
 
@@ -885,7 +1096,10 @@ mod tests {
             let args = Map::new();
             let empty = Body::Call(spear_capabilities::CallResult::new(Vec::new()));
             for _ in 0..2000 {
-                assert_eq!(c.request_call("t", &args).await.expect("answered"), empty);
+                assert_eq!(
+                    c.request_call("t", args.clone()).await.expect("answered"),
+                    empty
+                );
             }
             let handed_on = lock(&c.shared).handed_on;
             close(process, c).await;

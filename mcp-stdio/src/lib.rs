@@ -30,7 +30,6 @@ mod outbox;
 mod process;
 mod provider;
 mod scan;
-mod slot;
 mod tools;
 mod trace;
 mod wire;

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use spear_capabilities::{CallRequest, CallResult, Error, Provider, ProviderInfo, ToolList};
 use tokio::sync::Mutex;
 
@@ -237,11 +237,8 @@ impl McpProvider {
         )))
     }
 
-    async fn call(&self, request: &CallRequest) -> Result<CallResult, Failure> {
-        let answer = self
-            .connection
-            .request_call(&request.tool, &request.arguments)
-            .await?;
+    async fn call(&self, tool: &str, arguments: Map<String, Value>) -> Result<CallResult, Failure> {
+        let answer = self.connection.request_call(tool, arguments).await?;
         match answer {
             Body::Call(result) => Ok(result),
             Body::Text(raw) => content::call_result_raw(&raw).map_err(Failure::Protocol),
@@ -280,9 +277,12 @@ impl Provider for McpProvider {
     }
 
     async fn call_tool(&self, request: CallRequest) -> Result<CallResult, Error> {
-        self.call(&request)
+        let CallRequest {
+            tool, arguments, ..
+        } = request;
+        self.call(&tool, arguments)
             .await
-            .map_err(|f| self.error(f, &request.tool))
+            .map_err(|f| self.error(f, &tool))
     }
 
     /// The connection's failure, if it failed: the server exited or closed
