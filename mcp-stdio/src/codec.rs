@@ -563,17 +563,17 @@ pub(crate) fn write_request<P: Serialize + ?Sized>(
 }
 
 /// Appends a `tools/call` request line to `out`: as [`write_request`]
-/// would with `{"name": tool, "arguments": arguments}`, the member names
-/// written as they are rather than each escaped on the way.
+/// would with `{"name": tool, "arguments": arguments}`, everything but the
+/// id, the tool and the arguments written as it is rather than each string
+/// checked for escapes on the way (about 150 instructions of a call's 800).
 pub(crate) fn write_call(out: &mut Vec<u8>, id: u64, tool: &str, arguments: &Map<String, Value>) {
-    write_line(out, id, "tools/call", |out| {
-        out.extend_from_slice(b"{\"name\":");
-        write_str(out, tool);
-        out.extend_from_slice(b",\"arguments\":");
-        write_object(out, arguments);
-        out.push(b'}');
-        true
-    });
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    out.extend_from_slice(itoa::Buffer::new().format(id).as_bytes());
+    out.extend_from_slice(b",\"method\":\"tools/call\",\"params\":{\"name\":");
+    write_str(out, tool);
+    out.extend_from_slice(b",\"arguments\":");
+    write_object(out, arguments);
+    out.extend_from_slice(b"}}\n");
 }
 
 /// Appends `value` as serde_json writes it (compact), each string through
@@ -620,8 +620,7 @@ fn write_object(out: &mut Vec<u8>, members: &Map<String, Value>) {
 fn write_line(out: &mut Vec<u8>, id: u64, method: &str, params: impl FnOnce(&mut Vec<u8>) -> bool) {
     let from = out.len();
     out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-    // Serialising a number cannot fail.
-    let _ = serde_json::to_writer(&mut *out, &id);
+    out.extend_from_slice(itoa::Buffer::new().format(id).as_bytes());
     out.extend_from_slice(b",\"method\":");
     write_str(out, method);
     out.extend_from_slice(b",\"params\":");
@@ -908,9 +907,15 @@ mod tests {
         let Value::Object(arguments) = args.clone() else {
             panic!("an object");
         };
-        for tool in ["echo", "we\"ird\ntool"] {
+        for (tool, id) in [
+            ("echo", 42),
+            ("we\"ird\ntool", 0),
+            ("t", 9),
+            ("t", 10),
+            ("t", u64::MAX),
+        ] {
             let mut queue = b"before\n".to_vec();
-            write_call(&mut queue, 42, tool, &arguments);
+            write_call(&mut queue, id, tool, &arguments);
             let line = queue.split_off(7);
             assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1);
             assert!(line.ends_with(b"}\n"));
@@ -918,7 +923,7 @@ mod tests {
             let params = json!({"name": tool, "arguments": args});
             assert_eq!(
                 v,
-                json!({"jsonrpc": "2.0", "id": 42, "method": "tools/call", "params": params})
+                json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
             );
         }
     }
