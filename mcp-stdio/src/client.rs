@@ -350,25 +350,28 @@ impl Connection {
         kept: &mut Option<Map<String, Value>>,
     ) -> Poll<Answer> {
         let mut shared = lock(&self.shared);
-        if let Some(answer) = shared.answered.remove(&id) {
-            return Poll::Ready(answer);
-        }
         let shared = &mut *shared;
-        match shared.pending.get_mut(&id) {
-            Some(waiter) => {
-                match &waiter.waker {
-                    Some(waker) if waker.will_wake(cx.waker()) => {}
-                    _ => waiter.waker = Some(cx.waker().clone()),
-                }
-                if kept.is_some() {
-                    waiter.kept = kept.take();
-                }
-                Poll::Pending
+        // Pending, so not answered: an answer is left in `answered` as its
+        // entry leaves `pending`, under the same lock. One lookup for the
+        // first poll, which mostly finds the call waiting.
+        if let Some(waiter) = shared.pending.get_mut(&id) {
+            match &waiter.waker {
+                Some(waker) if waker.will_wake(cx.waker()) => {}
+                _ => waiter.waker = Some(cx.waker().clone()),
             }
-            // Neither answered nor pending: the connection ended without
-            // a word (its entries are answered with its failure).
-            None => Poll::Ready(Err(shared.failure.clone().unwrap_or(Failure::ShutDown))),
+            if kept.is_some() {
+                waiter.kept = kept.take();
+            }
+            return Poll::Pending;
         }
+        // Neither answered nor pending: the connection ended without a
+        // word (its entries are answered with its failure).
+        Poll::Ready(
+            shared
+                .answered
+                .remove(&id)
+                .unwrap_or_else(|| Err(shared.failure.clone().unwrap_or(Failure::ShutDown))),
+        )
     }
 
     /// Sends one notification.
