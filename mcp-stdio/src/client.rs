@@ -319,7 +319,7 @@ impl Connection {
         // reader task reading for all of them is cheaper. On either runtime:
         // on a multi-thread one the pipe's readiness wakes a worker either
         // way, but a leader is then woken by it without the reader task's
-        // poll and channel in between.
+        // poll and hand-over in between.
         let leads = !others_in_flight;
         let answer = poll_fn(|cx| {
             if leads {
@@ -653,8 +653,8 @@ async fn read_loop(
 }
 
 /// Hands one line from the server to whom it is for. The answer to
-/// request `me`, whose caller reads, is kept for it with its sender
-/// (sending it would wake that caller, who is already awake).
+/// request `me`, whose caller reads, is returned to it rather than left in
+/// the map (which would wake that caller, who is already awake).
 fn handle_line(
     shared: &Mutex<Shared>,
     out: &Outbox,

@@ -2,10 +2,10 @@
 //! or by the caller of a lone call, waiting for its answer.
 //!
 //! A lone call paid for a hand-off: the reader task was woken by the pipe,
-//! read the answer, and woke the caller through a channel. On a
+//! read the answer, handed it over and woke the caller. On a
 //! current-thread runtime the runtime then polled its event loop once more
 //! before polling the caller (a system call); on a multi-thread one the
-//! reader task's poll and the channel came between the worker that saw the
+//! reader task's poll and the hand-over came between the worker that saw the
 //! pipe ready and the caller's thread. A caller that reads the pipe
 //! itself needs none of that, which is what a hand-written async client
 //! does. So a caller waiting for its answer may *lead*: it reads every line
