@@ -59,9 +59,11 @@ struct Waiter {
     /// The caller, once it waits.
     waker: Option<Waker>,
     /// A call's arguments, left here by its caller once it waits, so that
-    /// they are freed by whoever reads the answer: on a multi-thread
-    /// runtime, usually the reader task's thread, not the one the calls
-    /// wait on (freeing them cost that thread about 400 instructions).
+    /// they are freed by whoever reads the answer (the reader task frees
+    /// them under the inbox's lock, not the connection's): on a
+    /// multi-thread runtime, usually the reader task's thread, not the one
+    /// the calls wait on (freeing them cost that thread about 400
+    /// instructions).
     kept: Option<Map<String, Value>>,
 }
 
@@ -364,8 +366,9 @@ impl Connection {
             }
             return Poll::Pending;
         }
-        // Neither answered nor pending: the connection ended without a
-        // word (its entries are answered with its failure).
+        // Not pending: its answer, or the failure of the connection, is in
+        // `answered` (`fail` leaves one for every pending request). Nothing
+        // there would mean it was taken already, by an earlier poll.
         Poll::Ready(
             shared
                 .answered
@@ -678,7 +681,13 @@ fn handle_line(
                     .as_u64()
                     .and_then(|id| Some((id, shared.pending.remove(&id)?)))
                 {
-                    Some((id, _)) if me == Some(id) => return Flow::Mine(answer),
+                    Some((id, waiter)) if me == Some(id) => {
+                        // The reading caller's own: its arguments are
+                        // freed with the lock let go, as anyone's.
+                        drop(shared);
+                        drop(waiter);
+                        return Flow::Mine(answer);
+                    }
                     Some((id, waiter)) => {
                         shared.answered.insert(id, answer);
                         #[cfg(test)]
@@ -984,12 +993,17 @@ mod tests {
     }
 
     /// An answer left for a caller that stopped waiting goes with its
-    /// caller; so does the entry of one that stopped before its answer.
+    /// caller; so does the entry of one that stopped before its answer,
+    /// and only that one tells the server it stopped.
     #[tokio::test]
     async fn a_caller_that_stops_waiting_leaves_nothing_behind() {
-        let (process, c) = connected_to_mute();
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let sent = dir.path().join("sent");
+        let keep = format!("exec cat >'{}'", sent.display());
+        let (process, c) = connected_to(&ServerConfig::new(["sh", "-c", &keep]));
         let waker = Waker::from(Arc::new(Wakes::default()));
         let mut cx = Context::from_waker(&waker);
+        let mut ids = Vec::new();
         for answered in [true, false] {
             let mut call = Box::pin(c.request_call("t", Map::new()));
             let id = poll_until_waiting(&c, call.as_mut(), &mut cx);
@@ -997,13 +1011,63 @@ mod tests {
                 answer(&c, id);
             }
             drop(call);
+            ids.push(id);
             let shared = lock(&c.shared);
             assert!(shared.pending.is_empty() && shared.answered.is_empty());
             assert_eq!(shared.stats.stray_answers, 0);
         }
-        // The answer to the call that stopped first comes now: a stray.
-        answer(&c, request_id(2, true));
+        // The answer to the call that stopped before it came comes now: a
+        // stray.
+        answer(&c, ids[1]);
         assert_eq!(lock(&c.shared).stats.stray_answers, 1);
+        close(process, c).await;
+        let sent = std::fs::read_to_string(&sent).expect("what the server read");
+        let cancelled: Vec<Value> = sent
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).expect("a JSON line"))
+            .filter(|m| m["method"] == "notifications/cancelled")
+            .map(|m| m["params"]["requestId"].clone())
+            .collect();
+        assert_eq!(cancelled, [json!(ids[1])], "{sent}");
+    }
+
+    /// An answer read before its caller waits is left for it: the caller,
+    /// not yet waiting, is not woken, and takes it at its next poll.
+    #[tokio::test]
+    async fn an_answer_read_before_its_caller_waits_is_there_at_its_next_poll() {
+        let (process, c) = connected_to_mute();
+        // The runtime sees the server's stdin writable (its first look at
+        // it): the first call's line is then written at once, and the
+        // second's starts the queue and owes the flush.
+        tokio::task::yield_now().await;
+        let wakes = Arc::new(Wakes::default());
+        let waker = Waker::from(Arc::clone(&wakes));
+        let mut cx = Context::from_waker(&waker);
+        let mut first = Box::pin(c.request_call("t", Map::new()));
+        let first_id = poll_until_waiting(&c, first.as_mut(), &mut cx);
+        // Behind the first, the second yields once before it writes: its
+        // entry is there, with no waker yet.
+        let mut second = Box::pin(c.request_call("t", Map::new()));
+        assert!(second.as_mut().poll(&mut cx).is_pending());
+        let second_id = {
+            let shared = lock(&c.shared);
+            let (&id, waiter) = shared
+                .pending
+                .iter()
+                .find(|&(&id, _)| id != first_id)
+                .expect("the second call is pending");
+            assert!(waiter.waker.is_none(), "it does not wait yet");
+            id
+        };
+        let woken = wakes.0.load(Ordering::Relaxed);
+        answer(&c, second_id);
+        assert_eq!(wakes.0.load(Ordering::Relaxed), woken, "nobody to wake");
+        let empty = Body::Call(spear_capabilities::CallResult::new(Vec::new()));
+        match second.as_mut().poll(&mut cx) {
+            Poll::Ready(got) => assert_eq!(got.expect("answered"), empty),
+            Poll::Pending => panic!("the answer was there"),
+        }
+        drop((first, second));
         close(process, c).await;
     }
 
@@ -1012,21 +1076,31 @@ mod tests {
     #[tokio::test]
     async fn a_failure_answers_and_wakes_every_waiting_caller() {
         let (process, c) = connected_to_mute();
-        let wakes = Arc::new(Wakes::default());
-        let waker = Waker::from(Arc::clone(&wakes));
-        let mut cx = Context::from_waker(&waker);
+        // As in the test before: the second call will start the queue.
+        tokio::task::yield_now().await;
+        let wakes = [Arc::new(Wakes::default()), Arc::new(Wakes::default())];
+        let wakers = wakes.clone().map(Waker::from);
+        let mut cx = wakers.each_ref().map(Context::from_waker);
         let mut first = Box::pin(c.request_call("t", Map::new()));
-        poll_until_waiting(&c, first.as_mut(), &mut cx);
+        poll_until_waiting(&c, first.as_mut(), &mut cx[0]);
         let params = json!({});
         let mut second = Box::pin(c.request("x", &params));
-        assert!(second.as_mut().poll(&mut cx).is_pending());
-        assert!(second.as_mut().poll(&mut cx).is_pending());
+        // Behind the first: it yields once before it writes, then waits.
+        assert!(second.as_mut().poll(&mut cx[1]).is_pending());
+        assert!(second.as_mut().poll(&mut cx[1]).is_pending());
         assert_eq!(lock(&c.shared).pending.len(), 2);
+        let before = wakes.each_ref().map(|w| w.0.load(Ordering::Relaxed));
         let failure = Failure::Protocol("broken".into());
         c.fail(failure.clone());
-        assert_eq!(wakes.0.load(Ordering::Relaxed), 2, "each caller is woken");
-        assert!(matches!(first.as_mut().poll(&mut cx), Poll::Ready(Err(f)) if f == failure));
-        assert!(matches!(second.as_mut().poll(&mut cx), Poll::Ready(Err(f)) if f == failure));
+        for (w, before) in wakes.iter().zip(before) {
+            assert_eq!(
+                w.0.load(Ordering::Relaxed),
+                before + 1,
+                "each caller is woken once"
+            );
+        }
+        assert!(matches!(first.as_mut().poll(&mut cx[0]), Poll::Ready(Err(f)) if f == failure));
+        assert!(matches!(second.as_mut().poll(&mut cx[1]), Poll::Ready(Err(f)) if f == failure));
         drop((first, second));
         {
             let shared = lock(&c.shared);

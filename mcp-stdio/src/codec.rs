@@ -917,6 +917,7 @@ mod tests {
             let mut queue = b"before\n".to_vec();
             write_call(&mut queue, id, tool, &arguments);
             let line = queue.split_off(7);
+            assert_eq!(queue, b"before\n", "what was queued stays");
             assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1);
             assert!(line.ends_with(b"}\n"));
             let v: Value = serde_json::from_slice(&line).expect("json");
