@@ -58,26 +58,6 @@ struct Waiter {
     deadline: Instant,
     /// The caller, once it waits.
     waker: Option<Waker>,
-    /// A call's arguments, left here by its caller once it waits, so that
-    /// they are freed by whoever reads the answer (the reader task frees
-    /// them under the inbox's lock, not the connection's): on a
-    /// multi-thread runtime, usually the reader task's thread, not the one
-    /// the calls wait on (freeing them cost that thread about 400
-    /// instructions).
-    kept: Option<Map<String, Value>>,
-}
-
-/// What a request sends: a `tools/call`'s tool and arguments, or another
-/// method with its params.
-enum Sent<'a, P: ?Sized> {
-    Call {
-        tool: &'a str,
-        arguments: Map<String, Value>,
-    },
-    Other {
-        method: &'a str,
-        params: &'a P,
-    },
 }
 
 /// A request's id tells its kind: a `tools/call`'s is odd, any other
@@ -211,7 +191,8 @@ impl Connection {
         method: &str,
         params: &P,
     ) -> Result<Raw, Failure> {
-        match self.exchange(Sent::Other { method, params }).await? {
+        let write = |queue: &mut Vec<u8>, id| codec::write_request(queue, id, method, params);
+        match self.exchange(false, write).await? {
             Body::Text(raw) => Ok(raw),
             // Only a request marked as a call is answered so.
             Body::Call(_) => Err(Failure::Protocol(format!(
@@ -223,13 +204,14 @@ impl Connection {
     /// [`Connection::request`] for a `tools/call`: its result is read into
     /// its type as the answer is decoded, by whoever reads it, where it is
     /// the plain case ([`request_id`]); otherwise it comes as text.
-    pub(crate) async fn request_call(&self, tool: &str, arguments: Map<String, Value>) -> Answer {
-        self.exchange::<()>(Sent::Call { tool, arguments }).await
+    pub(crate) async fn request_call(&self, tool: &str, arguments: &Map<String, Value>) -> Answer {
+        let write = |queue: &mut Vec<u8>, id| codec::write_call(queue, id, tool, arguments);
+        self.exchange(true, write).await
     }
 
-    /// Sends one request and waits for its answer.
-    async fn exchange<P: serde::Serialize + ?Sized>(&self, sent: Sent<'_, P>) -> Answer {
-        let call = matches!(sent, Sent::Call { .. });
+    /// Sends the request that `write` appends to the outbox's queue, given
+    /// its id, and waits for its answer.
+    async fn exchange(&self, call: bool, write: impl FnOnce(&mut Vec<u8>, u64)) -> Answer {
         let id = request_id(self.next_id.fetch_add(1, Ordering::Relaxed), call);
         let others_in_flight = {
             let deadline = Instant::now() + self.timeout;
@@ -242,7 +224,6 @@ impl Connection {
                 Waiter {
                     deadline,
                     waker: None,
-                    kept: None,
                 },
             );
             // Alone is a request with nothing else in flight that also
@@ -284,15 +265,12 @@ impl Connection {
         // Behind others in flight, the line is queued; if it starts the
         // queue, this request writes it, after one yield in which the other
         // callers of the moment queue theirs behind it (`outbox.rs`).
-        let write = |queue: &mut Vec<u8>| match &sent {
-            Sent::Call { tool, arguments } => codec::write_call(queue, id, tool, arguments),
-            Sent::Other { method, params } => codec::write_request(queue, id, method, params),
-        };
-        guard.owes_flush = send_with(&self.shared, &self.out, write, others_in_flight);
-        let mut kept = match sent {
-            Sent::Call { arguments, .. } => Some(arguments),
-            Sent::Other { .. } => None,
-        };
+        guard.owes_flush = send_with(
+            &self.shared,
+            &self.out,
+            |queue| write(queue, id),
+            others_in_flight,
+        );
         if guard.owes_flush {
             tokio::task::yield_now().await;
             guard.owes_flush = false;
@@ -335,7 +313,7 @@ impl Connection {
                     return Poll::Ready(answer);
                 }
             }
-            self.take(id, cx, &mut kept)
+            self.take(id, cx)
         })
         .await;
         guard.armed = false;
@@ -343,14 +321,8 @@ impl Connection {
     }
 
     /// The answer to request `id` if it was read; else leaves the caller's
-    /// waker, and the call's arguments if they are still the caller's, on
-    /// its entry.
-    fn take(
-        &self,
-        id: u64,
-        cx: &mut Context<'_>,
-        kept: &mut Option<Map<String, Value>>,
-    ) -> Poll<Answer> {
+    /// waker on its entry.
+    fn take(&self, id: u64, cx: &mut Context<'_>) -> Poll<Answer> {
         let mut shared = lock(&self.shared);
         let shared = &mut *shared;
         // Pending, so not answered: an answer is left in `answered` as its
@@ -360,9 +332,6 @@ impl Connection {
             match &waiter.waker {
                 Some(waker) if waker.will_wake(cx.waker()) => {}
                 _ => waiter.waker = Some(cx.waker().clone()),
-            }
-            if kept.is_some() {
-                waiter.kept = kept.take();
             }
             return Poll::Pending;
         }
@@ -681,13 +650,7 @@ fn handle_line(
                     .as_u64()
                     .and_then(|id| Some((id, shared.pending.remove(&id)?)))
                 {
-                    Some((id, waiter)) if me == Some(id) => {
-                        // The reading caller's own: its arguments are
-                        // freed with the lock let go, as anyone's.
-                        drop(shared);
-                        drop(waiter);
-                        return Flow::Mine(answer);
-                    }
+                    Some((id, _)) if me == Some(id) => return Flow::Mine(answer),
                     Some((id, waiter)) => {
                         shared.answered.insert(id, answer);
                         #[cfg(test)]
@@ -702,7 +665,7 @@ fn handle_line(
                     }
                 }
             };
-            // Woken, and the call's arguments freed, with the lock let go.
+            // Woken with the lock let go.
             if let Some(waker) = waiter.and_then(|w| w.waker) {
                 waker.wake();
             }
@@ -878,7 +841,7 @@ mod tests {
         let empty = Body::Call(spear_capabilities::CallResult::new(Vec::new()));
         let text = Raw::of("{}");
         for _ in 0..3 {
-            let call = c.request_call("t", args.clone()).await.expect("answered");
+            let call = c.request_call("t", &args).await.expect("answered");
             assert_eq!(call, empty);
             let other = c.request("x", &json!({})).await.expect("answered");
             assert_eq!(other, text);
@@ -890,8 +853,8 @@ mod tests {
         c.read_now.skip.store(u32::MAX, Ordering::Relaxed);
         let params = json!({});
         let (a, b, x) = tokio::join!(
-            c.request_call("t", args.clone()),
-            c.request_call("t", args.clone()),
+            c.request_call("t", &args),
+            c.request_call("t", &args),
             c.request("x", &params),
         );
         assert_eq!(
@@ -954,27 +917,22 @@ mod tests {
         assert!(matches!(flow, Flow::Go), "{flow:?}");
     }
 
-    /// A waiting call's entry holds its waker and its arguments; whoever
-    /// reads the answer leaves it for the caller, wakes it, and frees the
-    /// arguments with the entry; the caller takes it and leaves nothing.
+    /// A waiting call's entry holds its waker; whoever reads the answer
+    /// leaves it for the caller and wakes it; the caller takes it and
+    /// leaves nothing.
     #[tokio::test]
     async fn an_answer_is_left_for_its_caller_who_takes_it_and_leaves_nothing() {
         let (process, c) = connected_to_mute();
         let wakes = Arc::new(Wakes::default());
         let waker = Waker::from(Arc::clone(&wakes));
         let mut cx = Context::from_waker(&waker);
-        let mut args = Map::new();
-        args.insert("text".into(), json!("kept"));
-        let mut call = Box::pin(c.request_call("t", args.clone()));
+        let args = Map::new();
+        let mut call = Box::pin(c.request_call("t", &args));
         let id = poll_until_waiting(&c, call.as_mut(), &mut cx);
-        assert_eq!(lock(&c.shared).pending[&id].kept, Some(args));
         answer(&c, id);
         {
             let shared = lock(&c.shared);
-            assert!(
-                shared.pending.is_empty(),
-                "the entry went, with the arguments"
-            );
+            assert!(shared.pending.is_empty(), "the entry went");
             assert!(shared.answered.contains_key(&id));
         }
         assert_eq!(
@@ -1001,11 +959,12 @@ mod tests {
         let sent = dir.path().join("sent");
         let keep = format!("exec cat >'{}'", sent.display());
         let (process, c) = connected_to(&ServerConfig::new(["sh", "-c", &keep]));
+        let args = Map::new();
         let waker = Waker::from(Arc::new(Wakes::default()));
         let mut cx = Context::from_waker(&waker);
         let mut ids = Vec::new();
         for answered in [true, false] {
-            let mut call = Box::pin(c.request_call("t", Map::new()));
+            let mut call = Box::pin(c.request_call("t", &args));
             let id = poll_until_waiting(&c, call.as_mut(), &mut cx);
             if answered {
                 answer(&c, id);
@@ -1036,6 +995,7 @@ mod tests {
     #[tokio::test]
     async fn an_answer_read_before_its_caller_waits_is_there_at_its_next_poll() {
         let (process, c) = connected_to_mute();
+        let args = Map::new();
         // The runtime sees the server's stdin writable (its first look at
         // it): the first call's line is then written at once, and the
         // second's starts the queue and owes the flush.
@@ -1043,11 +1003,11 @@ mod tests {
         let wakes = Arc::new(Wakes::default());
         let waker = Waker::from(Arc::clone(&wakes));
         let mut cx = Context::from_waker(&waker);
-        let mut first = Box::pin(c.request_call("t", Map::new()));
+        let mut first = Box::pin(c.request_call("t", &args));
         let first_id = poll_until_waiting(&c, first.as_mut(), &mut cx);
         // Behind the first, the second yields once before it writes: its
         // entry is there, with no waker yet.
-        let mut second = Box::pin(c.request_call("t", Map::new()));
+        let mut second = Box::pin(c.request_call("t", &args));
         assert!(second.as_mut().poll(&mut cx).is_pending());
         let second_id = {
             let shared = lock(&c.shared);
@@ -1076,12 +1036,13 @@ mod tests {
     #[tokio::test]
     async fn a_failure_answers_and_wakes_every_waiting_caller() {
         let (process, c) = connected_to_mute();
+        let args = Map::new();
         // As in the test before: the second call will start the queue.
         tokio::task::yield_now().await;
         let wakes = [Arc::new(Wakes::default()), Arc::new(Wakes::default())];
         let wakers = wakes.clone().map(Waker::from);
         let mut cx = wakers.each_ref().map(Context::from_waker);
-        let mut first = Box::pin(c.request_call("t", Map::new()));
+        let mut first = Box::pin(c.request_call("t", &args));
         poll_until_waiting(&c, first.as_mut(), &mut cx[0]);
         let params = json!({});
         let mut second = Box::pin(c.request("x", &params));
@@ -1173,10 +1134,7 @@ mod tests {
             let args = Map::new();
             let empty = Body::Call(spear_capabilities::CallResult::new(Vec::new()));
             for _ in 0..2000 {
-                assert_eq!(
-                    c.request_call("t", args.clone()).await.expect("answered"),
-                    empty
-                );
+                assert_eq!(c.request_call("t", &args).await.expect("answered"), empty);
             }
             let handed_on = lock(&c.shared).handed_on;
             close(process, c).await;

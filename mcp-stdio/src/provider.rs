@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use spear_capabilities::{CallRequest, CallResult, Error, Provider, ProviderInfo, ToolList};
 use tokio::sync::Mutex;
 
@@ -237,8 +237,11 @@ impl McpProvider {
         )))
     }
 
-    async fn call(&self, tool: &str, arguments: Map<String, Value>) -> Result<CallResult, Failure> {
-        let answer = self.connection.request_call(tool, arguments).await?;
+    async fn call(&self, request: &CallRequest) -> Result<CallResult, Failure> {
+        let answer = self
+            .connection
+            .request_call(&request.tool, &request.arguments)
+            .await?;
         match answer {
             Body::Call(result) => Ok(result),
             Body::Text(raw) => content::call_result_raw(&raw).map_err(Failure::Protocol),
@@ -277,12 +280,9 @@ impl Provider for McpProvider {
     }
 
     async fn call_tool(&self, request: CallRequest) -> Result<CallResult, Error> {
-        let CallRequest {
-            tool, arguments, ..
-        } = request;
-        self.call(&tool, arguments)
+        self.call(&request)
             .await
-            .map_err(|f| self.error(f, &tool))
+            .map_err(|f| self.error(f, &request.tool))
     }
 
     /// The connection's failure, if it failed: the server exited or closed
