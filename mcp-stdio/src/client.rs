@@ -1122,11 +1122,7 @@ mod tests {
             .expect("a CPU");
         let mut one = rustix::thread::CpuSet::new();
         one.set(cpu);
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .expect("a runtime");
+        let rt = one_worker_runtime();
         rt.block_on(async {
             let server = ServerConfig::new([
                 "taskset".to_owned(),
@@ -1160,11 +1156,7 @@ mod tests {
     /// pipe it made before its write, and polls it no more.
     #[test]
     fn on_a_multi_thread_runtime_a_late_answer_wakes_the_lone_call_that_led() {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .expect("a runtime");
+        let rt = one_worker_runtime();
         rt.block_on(async {
             let late = format!("sleep 0.3; exec sed -u '{ANSWER_EVERY_LINE}'");
             let (process, c) = connected_to(&ServerConfig::new(["sh", "-c", &late]));
@@ -1177,6 +1169,17 @@ mod tests {
             close(process, c).await;
             assert_eq!(handed_on, 0, "the reader task read the answer");
         });
+    }
+
+    /// A multi-thread runtime with one worker: the caller's thread (in
+    /// `block_on`) and the worker are two threads, as `#[tokio::main]` on a
+    /// machine with one CPU would have.
+    fn one_worker_runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("a runtime")
     }
 
     /// A lone call is one with nothing else in flight that follows another
