@@ -129,6 +129,8 @@ pub(crate) struct Connection {
     inbox: Arc<Inbox>,
     /// Whether a lone request reads at once after its write.
     read_now: ReadNow,
+    /// Whether a lone call takes the pipe out of the event loop to read.
+    out_of_loop: ReadNow,
     next_id: AtomicU64,
     /// A lone call takes the pipe before it writes: the runtime has other
     /// threads ([`Connection::request`]'s body).
@@ -174,6 +176,7 @@ impl Connection {
             out,
             inbox,
             read_now: ReadNow::new(),
+            out_of_loop: ReadNow::probing_every(MISSED_OUT_OF_LOOP),
             next_id: AtomicU64::new(1),
             lead_first: tokio::runtime::Handle::current().runtime_flavor()
                 != tokio::runtime::RuntimeFlavor::CurrentThread,
@@ -248,8 +251,48 @@ impl Connection {
         // then wakes this caller, not the reader task, which would read it
         // and send it on (most lone calls went so on a multi-thread runtime,
         // the caller losing the thread to the server as its write woke it).
+        // Whether this lone request reads at once after its write.
+        let hopeful = !others_in_flight && self.read_now.hopeful();
+        // On a runtime with other threads, one caller's lone call in a row
+        // takes the pipe out of the event loop, and reads its answer itself
+        // once the server had the CPU (see the current-thread case below):
+        // the answer then wakes no worker (`stdout.rs`).
+        let mut write = Some(write);
+        let mut written = false;
+        if hopeful && self.lead_first && self.out_of_loop.hopeful() {
+            let same = poll_fn(|cx| Poll::Ready(self.read_now.same_caller(cx.waker()))).await;
+            if same && self.inbox.unwatch() {
+                if lock(&self.shared).pending.len() > 1 {
+                    // Another request came meanwhile, and may not have seen
+                    // the pipe out: the reader task reads its answer.
+                    self.inbox.watch();
+                } else {
+                    if let Some(write) = write.take() {
+                        send_with(&self.shared, &self.out, |queue| write(queue, id), false);
+                    }
+                    written = true;
+                    std::thread::yield_now();
+                    #[cfg(test)]
+                    self.read_now.yields.fetch_add(1, Ordering::Relaxed);
+                    let mine = self.inbox.read_now(|line, shape| {
+                        handle_line(&self.shared, &self.out, line, shape, me)
+                    });
+                    self.read_now.went(mine.is_some());
+                    self.out_of_loop.went(mine.is_some());
+                    if let Some(answer) = mine {
+                        #[cfg(test)]
+                        self.read_now.out_of_loop.fetch_add(1, Ordering::Relaxed);
+                        guard.armed = false;
+                        tokio::task::consume_budget().await;
+                        return answer;
+                    }
+                    // Waited for as any lone call is; leading puts the pipe
+                    // back in the event loop.
+                }
+            }
+        }
         let mut polled_with = None;
-        if !others_in_flight && self.lead_first {
+        if !others_in_flight && self.lead_first && !written {
             guard.led = true;
             let handle = |line: &[u8], shape: &mut Shape| {
                 handle_line(&self.shared, &self.out, line, shape, me)
@@ -271,19 +314,25 @@ impl Connection {
         // Behind others in flight, the line is queued; if it starts the
         // queue, this request writes it, after one yield in which the other
         // callers of the moment queue theirs behind it (`outbox.rs`).
-        guard.owes_flush = send_with(
-            &self.shared,
-            &self.out,
-            |queue| write(queue, id),
-            others_in_flight,
-        );
+        if let Some(write) = write.take() {
+            guard.owes_flush = send_with(
+                &self.shared,
+                &self.out,
+                |queue| write(queue, id),
+                others_in_flight,
+            );
+        }
+        if others_in_flight {
+            // Read by the reader task, so with the pipe in the event loop.
+            self.inbox.watch();
+        }
         if guard.owes_flush {
             tokio::task::yield_now().await;
             guard.owes_flush = false;
             self.out.flush();
         }
         // The line is written: the answer may be there already.
-        if !others_in_flight && self.read_now.hopeful() {
+        if hopeful && !written {
             // On a current-thread runtime, the caller of a run of lone calls
             // lets the server have the CPU first, as a blocking read would:
             // on a CPU they share, the answer is then there when the read
@@ -424,12 +473,17 @@ struct ReadNow {
     credit: AtomicU32,
     /// Requests left without a read, once the credit is spent.
     skip: AtomicU32,
+    /// One request in this many reads, once the credit is spent.
+    missed: u32,
     /// Who made the last lone request that read at once: its waker, as one
     /// word ([`ReadNow::same_caller`]).
     caller: AtomicUsize,
     /// Times the thread was yielded before a read at once.
     #[cfg(test)]
     yields: AtomicU32,
+    /// Answers read with the pipe out of the event loop.
+    #[cfg(test)]
+    out_of_loop: AtomicU32,
 }
 
 /// What a read at once that finds the answer is worth, in reads that find
@@ -445,14 +499,29 @@ const MOST_CREDIT: u32 = 64;
 /// that fast costs is one needless `read` in this many requests.
 const MISSED: u32 = 16;
 
+/// With its credit spent, one lone call in this many takes the pipe out
+/// of the event loop ([`Connection::exchange`]): one that finds nothing
+/// costs more than a read at once (the pipe out and back in, and a wake of
+/// the reader task), and so is tried in fewer than one call in a hundred,
+/// out of the slowest one in a hundred.
+const MISSED_OUT_OF_LOOP: u32 = 128;
+
 impl ReadNow {
     fn new() -> Self {
+        Self::probing_every(MISSED)
+    }
+
+    /// With the credit spent, one request in `missed` reads.
+    fn probing_every(missed: u32) -> Self {
         ReadNow {
             credit: AtomicU32::new(HIT_WORTH),
             skip: AtomicU32::new(0),
+            missed,
             caller: AtomicUsize::new(0),
             #[cfg(test)]
             yields: AtomicU32::new(0),
+            #[cfg(test)]
+            out_of_loop: AtomicU32::new(0),
         }
     }
 
@@ -505,7 +574,7 @@ impl ReadNow {
         let credit = credit.saturating_sub(1);
         self.credit.store(credit, Ordering::Relaxed);
         if credit == 0 {
-            self.skip.store(MISSED, Ordering::Relaxed);
+            self.skip.store(self.missed, Ordering::Relaxed);
         }
     }
 }
@@ -1303,20 +1372,131 @@ mod tests {
         close(process, c).await;
     }
 
-    /// A multi-thread runtime's idle worker would take the CPU given up.
+    /// On a multi-thread runtime, calls started together do not take the
+    /// pipe out of the event loop, even after a lone call found its answer
+    /// at once: the reader task reads for them.
     #[test]
-    fn on_a_multi_thread_runtime_lone_calls_do_not_yield() {
+    fn on_a_multi_thread_runtime_calls_started_together_leave_the_pipe_in_the_event_loop() {
         one_worker_runtime().block_on(async {
             let (process, c) = connected();
-            for _ in 0..3 {
+            let p = json!({});
+            c.request("x", &p).await.expect("answered");
+            c.read_now.credit.store(MOST_CREDIT, Ordering::Relaxed);
+            let mut together: futures::stream::FuturesUnordered<_> =
+                (0..8).map(|_| c.request("x", &p)).collect();
+            let mut answered = 0;
+            while let Some(answer) = futures::StreamExt::next(&mut together).await {
+                answer.expect("answered");
+                answered += 1;
+            }
+            drop(together);
+            assert_eq!(answered, 8);
+            assert_eq!(c.read_now.yields.load(Ordering::Relaxed), 0);
+            assert!(!c.inbox.unwatched(), "the pipe is in the event loop");
+            close(process, c).await;
+        });
+    }
+
+    /// Takes the pipe out of the event loop as a lone call does, with
+    /// nothing in flight; true if it is out.
+    fn pipe_taken_out(c: &Connection) -> bool {
+        assert!(lock(&c.shared).pending.is_empty());
+        c.inbox.unwatch() && c.inbox.unwatched()
+    }
+
+    /// Waits up to 10 s for `done`.
+    async fn eventually(mut done: impl FnMut() -> bool) -> bool {
+        for _ in 0..1000 {
+            if done() {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        done()
+    }
+
+    /// With the pipe out of the event loop and no call reading it, what the
+    /// server says unasked is still read: the reader task puts the pipe
+    /// back once no lone call has read it for a while.
+    #[test]
+    fn out_of_the_event_loop_what_the_server_says_unasked_is_read_in_a_while() {
+        one_worker_runtime().block_on(async {
+            let later = "sleep 0.3; echo not json; exec cat >/dev/null";
+            let (process, c) = connected_to(&ServerConfig::new(["sh", "-c", later]));
+            assert!(pipe_taken_out(&c));
+            assert!(
+                eventually(|| c.stats().junk_lines == 1).await,
+                "the line was read"
+            );
+            assert!(!c.inbox.unwatched(), "the pipe is back in the event loop");
+            close(process, c).await;
+        });
+    }
+
+    /// With the pipe out of the event loop, the server's end is seen.
+    #[test]
+    fn out_of_the_event_loop_the_servers_end_is_seen() {
+        one_worker_runtime().block_on(async {
+            let (process, c) = connected_to(&ServerConfig::new(["sh", "-c", "sleep 0.3"]));
+            assert!(pipe_taken_out(&c));
+            assert!(
+                eventually(|| c.failure().is_some()).await,
+                "the connection failed"
+            );
+            close(process, c).await;
+        });
+    }
+
+    /// With the pipe out of the event loop, requests in flight together
+    /// are answered: the second puts it back for the reader task.
+    #[test]
+    fn out_of_the_event_loop_requests_in_flight_together_are_answered() {
+        one_worker_runtime().block_on(async {
+            let (process, c) = connected();
+            let p = json!({});
+            for _ in 0..20 {
+                assert!(pipe_taken_out(&c));
+                let (a, b, x) =
+                    tokio::join!(c.request("x", &p), c.request("x", &p), c.request("x", &p));
+                for answer in [a, b, x] {
+                    answer.expect("answered");
+                }
+            }
+            close(process, c).await;
+        });
+    }
+
+    /// On a multi-thread runtime, with the server and the client's threads
+    /// on one CPU, one caller's lone calls in a row read their answers with
+    /// the pipe out of the event loop, after giving the server the CPU.
+    #[test]
+    fn on_a_multi_thread_runtime_a_run_of_lone_calls_reads_out_of_the_event_loop() {
+        let allowed = rustix::thread::sched_getaffinity(None).expect("the affinity");
+        let cpu = (0..rustix::thread::CpuSet::MAX_CPU)
+            .find(|&c| allowed.is_set(c))
+            .expect("a CPU");
+        let mut one = rustix::thread::CpuSet::new();
+        one.set(cpu);
+        let rt = one_worker_runtime();
+        rt.block_on(async {
+            let server = ServerConfig::new([
+                "taskset".to_owned(),
+                "-c".to_owned(),
+                cpu.to_string(),
+                "sed".to_owned(),
+                "-u".to_owned(),
+                ANSWER_EVERY_LINE.to_owned(),
+            ]);
+            let (process, c) = connected_to(&server);
+            rustix::thread::sched_setaffinity(None, &one).expect("pinned");
+            let worker = tokio::spawn(async move { rustix::thread::sched_setaffinity(None, &one) });
+            worker.await.expect("ran").expect("pinned");
+            for _ in 0..500 {
                 c.request("x", &json!({})).await.expect("answered");
             }
-            assert!(
-                c.read_now.credit.load(Ordering::Relaxed) > 0,
-                "they read at once"
-            );
-            assert_eq!(c.read_now.yields.load(Ordering::Relaxed), 0);
+            let out = c.read_now.out_of_loop.load(Ordering::Relaxed);
             close(process, c).await;
+            assert!(out > 0, "no answer was read out of the event loop, of 500");
         });
     }
 }

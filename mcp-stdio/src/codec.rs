@@ -162,6 +162,16 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
     }
 
     /// The longest line accepted.
+    /// What it reads from.
+    pub(crate) fn inner(&self) -> &R {
+        &self.inner
+    }
+
+    /// What it reads from, to change.
+    pub(crate) fn inner_mut(&mut self) -> &mut R {
+        &mut self.inner
+    }
+
     pub(crate) fn limit(&self) -> usize {
         self.limit
     }

@@ -30,6 +30,13 @@
 //! wake the reader task (the last to poll the pipe), on a worker, to read
 //! it and send it on.
 //!
+//! On a runtime with other threads, one caller's lone calls in a row may
+//! take the pipe out of the event loop ([`Inbox::unwatch`]), so that the
+//! server's answer wakes no worker, and read their answers straight from it
+//! once the server had the CPU (`client.rs`). The reader task then waits on
+//! a clock, not on the pipe, and puts the pipe back once no lone call has
+//! read it for [`IDLE`]; whoever waits on the pipe first puts it back.
+//!
 //! Before it waits at all, a caller whose request was just written may read
 //! *now* ([`Inbox::read_now`]): a server on the same CPU has often answered
 //! by the time the write returns, and a read straight from the pipe then
@@ -42,16 +49,27 @@
 //! waits (or has, to one not yet polled), who finds them there first.
 
 use std::fs::File;
+use std::future::Future;
 use std::io::Read;
-use std::os::fd::AsFd;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::task::{Context, Poll, Waker};
+use std::time::Duration;
 
 use tokio::process::ChildStdout;
+use tokio::time::{Instant, Sleep};
 
 use crate::codec::{LineReader, ReadError};
 use crate::error::Failure;
 use crate::scan::Shape;
+use crate::stdout::Stdout;
+
+/// How long the pipe stays out of the event loop with no lone call reading
+/// it ([`Inbox::unwatch`]), at least; at most twice that. Meanwhile what the
+/// server says unasked (a log line, a request, its end) waits for the next
+/// read.
+const IDLE: Duration = Duration::from_millis(1);
 
 /// What the line handler made of one line.
 #[derive(Debug)]
@@ -81,11 +99,13 @@ pub(crate) enum End {
 #[derive(Debug)]
 pub(crate) struct Inbox {
     state: Mutex<State>,
+    /// The pipe is out of the event loop; whoever waits puts it back first.
+    unwatched: AtomicBool,
 }
 
 #[derive(Debug)]
 struct State {
-    lines: LineReader<ChildStdout>,
+    lines: LineReader<Stdout>,
     /// The same pipe (a duplicate of its descriptor, non-blocking as the
     /// runtime made it), read around the runtime's readiness.
     now: File,
@@ -101,13 +121,18 @@ struct State {
     /// The layout of the last plain call answer, handed with every line to
     /// whoever reads it.
     shape: Shape,
+    /// A lone call read the pipe out of the event loop since the reader
+    /// task last looked.
+    busy: bool,
+    /// The reader task's clock while the pipe is out of the event loop.
+    idle: Option<Pin<Box<Sleep>>>,
 }
 
 impl Inbox {
     /// # Errors
-    /// When the pipe's descriptor cannot be duplicated.
+    /// When the pipe's descriptor cannot be duplicated or registered.
     pub(crate) fn new(stdout: ChildStdout, max_line: usize) -> std::io::Result<Inbox> {
-        let now = File::from(stdout.as_fd().try_clone_to_owned()?);
+        let (stdout, now) = Stdout::new(stdout)?;
         Ok(Inbox {
             state: Mutex::new(State {
                 lines: LineReader::new(stdout, max_line),
@@ -117,7 +142,10 @@ impl Inbox {
                 ended: false,
                 end: None,
                 shape: Shape::default(),
+                busy: false,
+                idle: None,
             }),
+            unwatched: AtomicBool::new(false),
         })
     }
 
@@ -140,7 +168,12 @@ impl Inbox {
             return None;
         }
         state.leader = Some(me);
-        let mine = state.pump(cx, &mut handle);
+        state.watch(&self.unwatched);
+        let mine = if state.ended {
+            None
+        } else {
+            state.pump(cx, &mut handle)
+        };
         if mine.is_some() || state.ended {
             let reader_task = state.hand_back(me, &mut handle);
             drop(state);
@@ -165,6 +198,7 @@ impl Inbox {
             Err(TryLockError::WouldBlock) => return None,
         };
         let state = &mut *state;
+        state.busy = true;
         while !state.ended {
             let file = &state.now;
             let at = state.lines.line_now(|buf| (&*file).read(buf))?;
@@ -196,6 +230,66 @@ impl Inbox {
         }
     }
 
+    /// For a lone call that will read its answer straight from the pipe
+    /// ([`Inbox::read_now`]) and wait for nothing: takes the pipe out of the
+    /// event loop, so that the answer wakes no thread of the runtime (see
+    /// `stdout.rs`). False when someone reads or reading ended. The reader
+    /// task waits on a clock instead, and puts the pipe back once no lone
+    /// call has read it for [`IDLE`]; so does whoever waits on the pipe
+    /// ([`Inbox::lead`], [`Inbox::watch`]).
+    pub(crate) fn unwatch(&self) -> bool {
+        if self.unwatched.load(Ordering::Relaxed) {
+            return true;
+        }
+        let mut state = self.lock();
+        if state.ended || state.leader.is_some() {
+            return false;
+        }
+        if let Err(e) = state.lines.inner_mut().unwatch() {
+            state.ended = true;
+            state.end = Some(End::Io(e));
+            let reader_task = state.reader_task.clone();
+            drop(state);
+            if let Some(waker) = reader_task {
+                waker.wake();
+            }
+            return false;
+        }
+        self.unwatched.store(true, Ordering::Relaxed);
+        state.busy = true;
+        // Woken, it sees the pipe out and waits on its clock.
+        let reader_task = state.reader_task.clone();
+        drop(state);
+        if let Some(waker) = reader_task {
+            waker.wake();
+        }
+        true
+    }
+
+    /// Puts the pipe back in the event loop if it is out, for a request
+    /// whose answer the reader task will read: the reader task, woken,
+    /// reads it at once.
+    pub(crate) fn watch(&self) {
+        if !self.unwatched.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut state = self.lock();
+        if !state.watch(&self.unwatched) && !state.ended {
+            return;
+        }
+        let reader_task = state.reader_task.clone();
+        drop(state);
+        if let Some(waker) = reader_task {
+            waker.wake();
+        }
+    }
+
+    /// Whether the pipe is out of the event loop.
+    #[cfg(test)]
+    pub(crate) fn unwatched(&self) -> bool {
+        self.unwatched.load(Ordering::Relaxed)
+    }
+
     /// The reader task's side: reads while no caller leads, handing every
     /// line to `handle`; ready with how reading ended.
     pub(crate) fn poll_reader_task<T>(
@@ -209,7 +303,14 @@ impl Inbox {
             _ => state.reader_task = Some(cx.waker().clone()),
         }
         if !state.ended && state.leader.is_none() {
-            state.pump(cx, &mut handle);
+            // Out of the event loop, the pipe is read by lone calls; back
+            // in once none has for a while.
+            if state.lines.inner().watched() || state.idle_over(cx) {
+                state.watch(&self.unwatched);
+                if !state.ended {
+                    state.pump(cx, &mut handle);
+                }
+            }
         }
         match state.end.take() {
             Some(end) => Poll::Ready(end),
@@ -219,6 +320,37 @@ impl Inbox {
 }
 
 impl State {
+    /// Puts the pipe back in the event loop if it is out; true if it was.
+    /// Reading ends if it cannot be.
+    fn watch(&mut self, unwatched: &AtomicBool) -> bool {
+        if self.lines.inner().watched() {
+            return false;
+        }
+        if let Err(e) = self.lines.inner_mut().watch() {
+            self.ended = true;
+            self.end = Some(End::Io(e));
+        }
+        unwatched.store(false, Ordering::Relaxed);
+        true
+    }
+
+    /// Whether no lone call read the pipe for [`IDLE`]; until then, `cx` is
+    /// woken when that may be so.
+    fn idle_over(&mut self, cx: &mut Context<'_>) -> bool {
+        let idle = self
+            .idle
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(IDLE)));
+        loop {
+            if idle.as_mut().poll(cx).is_pending() {
+                return false;
+            }
+            if !std::mem::take(&mut self.busy) {
+                return true;
+            }
+            idle.as_mut().reset(Instant::now() + IDLE);
+        }
+    }
+
     /// Reads and hands out lines until the reader's own answer comes (the
     /// lines after it are left for the hand-back), the pipe is empty (`cx`
     /// is then registered with it), or reading ends.

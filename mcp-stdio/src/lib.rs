@@ -30,6 +30,7 @@ mod outbox;
 mod process;
 mod provider;
 mod scan;
+mod stdout;
 mod tools;
 mod trace;
 mod wire;

@@ -1,0 +1,130 @@
+//! The server's stdout, watched by the runtime's event loop or not.
+//!
+//! A pipe in the event loop wakes whoever waits on the loop each time the
+//! server writes to it, whether or not anyone then reads through the loop.
+//! On a multi-thread runtime that is an idle worker, woken for every
+//! answer: with the server on the caller's CPU, the worker's wake-up and
+//! its hand-over to the caller's thread made a lone call cost twice the
+//! floor's. A caller that reads its answer straight from the pipe can take
+//! the pipe out of the loop first ([`Stdout::unwatch`]); it goes back in
+//! ([`Stdout::watch`]) before anyone waits on it (`inbox.rs`).
+
+use std::fs::File;
+use std::io;
+use std::os::fd::OwnedFd;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use tokio::io::{AsyncRead, ReadBuf};
+use tokio::net::unix::pipe::Receiver;
+use tokio::process::ChildStdout;
+use tokio::runtime::Handle;
+
+/// The server's stdout, non-blocking, in the event loop of the runtime the
+/// connection was started on, or out of it.
+#[derive(Debug)]
+pub(crate) struct Stdout {
+    /// `None` only while it moves in or out of the loop, or once moving it
+    /// failed (every read then fails).
+    pipe: Option<Pipe>,
+    runtime: Handle,
+}
+
+#[derive(Debug)]
+enum Pipe {
+    Watched(Receiver),
+    Unwatched(OwnedFd),
+}
+
+impl Stdout {
+    /// Takes the pipe from tokio's process type, whose registration cannot
+    /// be undone and redone, into its pipe type, whose can; with a
+    /// duplicate of it, for reads that do not wait, made around the event
+    /// loop whether it watches the pipe or not (it is non-blocking, as the
+    /// pipe). Within a runtime.
+    ///
+    /// # Errors
+    /// When the pipe cannot be made non-blocking again, duplicated or
+    /// registered.
+    pub(crate) fn new(stdout: ChildStdout) -> io::Result<(Stdout, File)> {
+        // Blocking again, as tokio leaves a pipe it lets go of.
+        let fd = stdout.into_owned_fd()?;
+        rustix::io::ioctl_fionbio(&fd, true)?;
+        let now = File::from(fd.try_clone()?);
+        let stdout = Stdout {
+            pipe: Some(Pipe::Watched(Receiver::from_owned_fd_unchecked(fd)?)),
+            runtime: Handle::current(),
+        };
+        Ok((stdout, now))
+    }
+
+    /// Whether the event loop watches the pipe.
+    pub(crate) fn watched(&self) -> bool {
+        matches!(self.pipe, Some(Pipe::Watched(_)))
+    }
+
+    /// Takes the pipe out of the event loop: a write to it wakes nobody,
+    /// and whoever was registered to be woken by it is not. Until
+    /// [`Stdout::watch`], only reads that do not wait may be made (on the
+    /// duplicate [`Stdout::new`] gives); a poll puts it back first.
+    ///
+    /// # Errors
+    /// When it cannot be taken out; the pipe is then lost, and every read
+    /// fails.
+    pub(crate) fn unwatch(&mut self) -> io::Result<()> {
+        match self.pipe.take() {
+            Some(Pipe::Watched(pipe)) => {
+                self.pipe = Some(Pipe::Unwatched(pipe.into_nonblocking_fd()?));
+                Ok(())
+            }
+            Some(unwatched) => {
+                self.pipe = Some(unwatched);
+                Ok(())
+            }
+            None => Err(lost()),
+        }
+    }
+
+    /// Puts the pipe back in the event loop, on the connection's runtime
+    /// whatever thread this is. A write made while it was out is reported
+    /// by the loop as soon as it is back: epoll reports a pipe that is
+    /// readable when it is added.
+    ///
+    /// # Errors
+    /// When it cannot be registered; the pipe is then lost, and every read
+    /// fails.
+    pub(crate) fn watch(&mut self) -> io::Result<()> {
+        match self.pipe.take() {
+            Some(Pipe::Unwatched(fd)) => {
+                let _runtime = self.runtime.enter();
+                self.pipe = Some(Pipe::Watched(Receiver::from_owned_fd_unchecked(fd)?));
+                Ok(())
+            }
+            Some(watched) => {
+                self.pipe = Some(watched);
+                Ok(())
+            }
+            None => Err(lost()),
+        }
+    }
+}
+
+fn lost() -> io::Error {
+    io::Error::other("the server's stdout was lost moving it in or out of the event loop")
+}
+
+impl AsyncRead for Stdout {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        // Nobody waits on a pipe out of the loop, but should anyone poll it,
+        // it goes back in rather than leave them waiting for good.
+        self.watch()?;
+        match &mut self.pipe {
+            Some(Pipe::Watched(pipe)) => Pin::new(pipe).poll_read(cx, buf),
+            _ => Poll::Ready(Err(lost())),
+        }
+    }
+}
