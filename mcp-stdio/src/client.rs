@@ -261,7 +261,8 @@ impl Connection {
         let mut written = false;
         if hopeful && self.lead_first && self.out_of_loop.hopeful() {
             let same = poll_fn(|cx| Poll::Ready(self.read_now.same_caller(cx.waker()))).await;
-            if same && self.inbox.unwatch() {
+            let reading = same.then(|| self.inbox.reading_out());
+            if reading.is_some() && self.inbox.unwatch() {
                 if lock(&self.shared).pending.len() > 1 {
                     // Another request came meanwhile, and may not have seen
                     // the pipe out: the reader task reads its answer.
@@ -277,6 +278,7 @@ impl Connection {
                     let mine = self.inbox.read_now(|line, shape| {
                         handle_line(&self.shared, &self.out, line, shape, me)
                     });
+                    drop(reading);
                     self.read_now.went(mine.is_some());
                     self.out_of_loop.went(mine.is_some());
                     if let Some(answer) = mine {

@@ -101,6 +101,19 @@ pub(crate) struct Inbox {
     state: Mutex<State>,
     /// The pipe is out of the event loop; whoever waits puts it back first.
     unwatched: AtomicBool,
+    /// A lone call is between its write and its read out of the event loop
+    /// ([`Inbox::reading_out`]).
+    reading: AtomicBool,
+}
+
+/// A lone call reads out of the event loop while this lives.
+#[derive(Debug)]
+pub(crate) struct ReadingOut<'a>(&'a AtomicBool);
+
+impl Drop for ReadingOut<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Relaxed);
+    }
 }
 
 #[derive(Debug)]
@@ -146,6 +159,7 @@ impl Inbox {
                 idle: None,
             }),
             unwatched: AtomicBool::new(false),
+            reading: AtomicBool::new(false),
         })
     }
 
@@ -266,6 +280,16 @@ impl Inbox {
         true
     }
 
+    /// For a lone call about to take the pipe out of the event loop
+    /// ([`Inbox::unwatch`]), write, and read its answer: until the guard is
+    /// dropped, the reader task leaves the pipe out, however long the
+    /// caller is kept off the CPU in between, rather than put it back and
+    /// read the answer itself.
+    pub(crate) fn reading_out(&self) -> ReadingOut<'_> {
+        self.reading.store(true, Ordering::Relaxed);
+        ReadingOut(&self.reading)
+    }
+
     /// Puts the pipe back in the event loop if it is out, for a request
     /// whose answer the reader task will read: the reader task, woken,
     /// reads it at once.
@@ -305,7 +329,7 @@ impl Inbox {
         if !state.ended && state.leader.is_none() {
             // Out of the event loop, the pipe is read by lone calls; back
             // in once none has for a while.
-            if state.lines.inner().watched() || state.idle_over(cx) {
+            if state.lines.inner().watched() || state.idle_over(&self.reading, cx) {
                 state.watch(&self.unwatched);
                 if !state.ended {
                     state.pump(cx, &mut handle);
@@ -334,9 +358,9 @@ impl State {
         true
     }
 
-    /// Whether no lone call read the pipe for [`IDLE`]; until then, `cx` is
-    /// woken when that may be so.
-    fn idle_over(&mut self, cx: &mut Context<'_>) -> bool {
+    /// Whether no lone call read the pipe for [`IDLE`], nor is about to
+    /// (`reading`); until then, `cx` is woken when that may be so.
+    fn idle_over(&mut self, reading: &AtomicBool, cx: &mut Context<'_>) -> bool {
         let idle = self
             .idle
             .get_or_insert_with(|| Box::pin(tokio::time::sleep(IDLE)));
@@ -344,7 +368,7 @@ impl State {
             if idle.as_mut().poll(cx).is_pending() {
                 return false;
             }
-            if !std::mem::take(&mut self.busy) {
+            if !std::mem::take(&mut self.busy) && !reading.load(Ordering::Relaxed) {
                 return true;
             }
             idle.as_mut().reset(Instant::now() + IDLE);
