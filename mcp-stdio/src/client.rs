@@ -263,9 +263,12 @@ impl Connection {
             let same = poll_fn(|cx| Poll::Ready(self.read_now.same_caller(cx.waker()))).await;
             let reading = same.then(|| self.inbox.reading_out());
             if reading.is_some() && self.inbox.unwatch() {
+                // Another request came meanwhile, and may not have seen the
+                // pipe out: the reader task reads its answer. Its entry and
+                // its look at the pipe (below) come under the same lock as
+                // this look at the entries, after the pipe went out: either
+                // this sees its entry, or it sees the pipe out.
                 if lock(&self.shared).pending.len() > 1 {
-                    // Another request came meanwhile, and may not have seen
-                    // the pipe out: the reader task reads its answer.
                     self.inbox.watch();
                 } else {
                     if let Some(write) = write.take() {
@@ -326,6 +329,10 @@ impl Connection {
         }
         if others_in_flight {
             // Read by the reader task, so with the pipe in the event loop.
+            // This request's entry was made under the lock a lone call
+            // takes after it takes the pipe out, to look for entries such
+            // as this one (above): either it saw this one and puts the pipe
+            // back itself, or this sees the pipe out.
             self.inbox.watch();
         }
         if guard.owes_flush {

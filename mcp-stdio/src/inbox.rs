@@ -345,9 +345,10 @@ impl Inbox {
 
 impl State {
     /// Puts the pipe back in the event loop if it is out; true if it was.
-    /// Reading ends if it cannot be.
+    /// Reading ends if it cannot be. Once reading ended, nothing is read
+    /// any more, and how it ended stays as it was.
     fn watch(&mut self, unwatched: &AtomicBool) -> bool {
-        if self.lines.inner().watched() {
+        if self.ended || self.lines.inner().watched() {
             return false;
         }
         if let Err(e) = self.lines.inner_mut().watch() {
