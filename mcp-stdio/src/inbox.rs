@@ -57,7 +57,6 @@ use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use tokio::process::ChildStdout;
 use tokio::time::{Instant, Sleep};
 
 use crate::codec::{LineReader, ReadError};
@@ -143,9 +142,9 @@ struct State {
 
 impl Inbox {
     /// # Errors
-    /// When the pipe's descriptor cannot be duplicated or registered.
-    pub(crate) fn new(stdout: ChildStdout, max_line: usize) -> std::io::Result<Inbox> {
-        let (stdout, now) = Stdout::new(stdout)?;
+    /// When the pipe's descriptor cannot be duplicated.
+    pub(crate) fn new(stdout: Stdout, max_line: usize) -> std::io::Result<Inbox> {
+        let now = stdout.duplicate()?;
         Ok(Inbox {
             state: Mutex::new(State {
                 lines: LineReader::new(stdout, max_line),

@@ -31,12 +31,13 @@ use std::time::Duration;
 
 use rustix::process::{Pid, Signal, kill_process_group, test_kill_process_group};
 use tokio::io::AsyncReadExt;
-use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
+use tokio::process::{ChildStderr, ChildStdin};
 use tokio::sync::watch;
 use tokio::time::{Instant, sleep, timeout};
 
 use crate::config::ServerConfig;
 use crate::error::Failure;
+use crate::stdout::Stdout;
 
 /// How much of the server's stderr is kept for error messages.
 pub const STDERR_KEPT: usize = 64 * 1024;
@@ -79,7 +80,7 @@ pub(crate) struct ServerProcess {
 #[derive(Debug)]
 pub(crate) struct Pipes {
     pub(crate) stdin: ChildStdin,
-    pub(crate) stdout: ChildStdout,
+    pub(crate) stdout: Stdout,
 }
 
 impl ServerProcess {
@@ -129,7 +130,7 @@ impl ServerProcess {
         let pipes = (|| {
             Ok::<_, std::io::Error>((
                 ChildStdin::from_std(std::process::ChildStdin::from(spawned.stdin))?,
-                ChildStdout::from_std(std::process::ChildStdout::from(spawned.stdout))?,
+                Stdout::new(spawned.stdout)?,
                 ChildStderr::from_std(std::process::ChildStderr::from(spawned.stderr))?,
             ))
         })();
@@ -228,15 +229,15 @@ fn relay(
     trace: Arc<crate::trace::Trace>,
     id: &str,
     server_in: ChildStdin,
-    server_out: ChildStdout,
-) -> std::io::Result<(ChildStdin, ChildStdout)> {
+    server_out: Stdout,
+) -> std::io::Result<(ChildStdin, Stdout)> {
     use rustix::pipe::{PipeFlags, pipe_with};
     use tokio::net::unix::pipe;
     // Pipes, as the connection expects of a server's stdin and stdout.
     let (relay_in, conn_in) = pipe_with(PipeFlags::CLOEXEC)?;
     let (conn_out, relay_out) = pipe_with(PipeFlags::CLOEXEC)?;
     let conn_in = ChildStdin::from_std(std::process::ChildStdin::from(conn_in))?;
-    let conn_out = ChildStdout::from_std(std::process::ChildStdout::from(conn_out))?;
+    let conn_out = Stdout::new(conn_out)?;
     let relay_in = pipe::Receiver::from_owned_fd(relay_in)?;
     let relay_out = pipe::Sender::from_owned_fd(relay_out)?;
     tokio::spawn(copy_lines(

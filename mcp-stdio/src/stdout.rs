@@ -11,13 +11,12 @@
 
 use std::fs::File;
 use std::io;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio::net::unix::pipe::Receiver;
-use tokio::process::ChildStdout;
 use tokio::runtime::Handle;
 
 /// The server's stdout, non-blocking, in the event loop of the runtime the
@@ -37,25 +36,33 @@ enum Pipe {
 }
 
 impl Stdout {
-    /// Takes the pipe from tokio's process type, whose registration cannot
-    /// be undone and redone, into its pipe type, whose can; with a
-    /// duplicate of it, for reads that do not wait, made around the event
-    /// loop whether it watches the pipe or not (it is non-blocking, as the
-    /// pipe). Within a runtime.
+    /// The reading end of a pipe, made non-blocking and registered with the
+    /// event loop of the current runtime, in tokio's pipe type, whose
+    /// registration can be undone and redone (tokio's process type's
+    /// cannot). Within a runtime.
     ///
     /// # Errors
-    /// When the pipe cannot be made non-blocking again, duplicated or
-    /// registered.
-    pub(crate) fn new(stdout: ChildStdout) -> io::Result<(Stdout, File)> {
-        // Blocking again, as tokio leaves a pipe it lets go of.
-        let fd = stdout.into_owned_fd()?;
+    /// When the pipe cannot be made non-blocking or registered.
+    pub(crate) fn new(fd: OwnedFd) -> io::Result<Stdout> {
         rustix::io::ioctl_fionbio(&fd, true)?;
-        let now = File::from(fd.try_clone()?);
-        let stdout = Stdout {
+        Ok(Stdout {
             pipe: Some(Pipe::Watched(Receiver::from_owned_fd_unchecked(fd)?)),
             runtime: Handle::current(),
+        })
+    }
+
+    /// A duplicate of the pipe, for reads that do not wait, made around
+    /// the event loop whether it watches the pipe or not (it is
+    /// non-blocking, as the pipe: the two share the flag).
+    ///
+    /// # Errors
+    /// When the descriptor cannot be duplicated, or the pipe was lost.
+    pub(crate) fn duplicate(&self) -> io::Result<File> {
+        let fd = match self.pipe.as_ref().ok_or_else(lost)? {
+            Pipe::Watched(pipe) => pipe.as_fd().try_clone_to_owned()?,
+            Pipe::Unwatched(fd) => fd.try_clone()?,
         };
-        Ok((stdout, now))
+        Ok(File::from(fd))
     }
 
     /// Whether the event loop watches the pipe.
@@ -65,8 +72,8 @@ impl Stdout {
 
     /// Takes the pipe out of the event loop: a write to it wakes nobody,
     /// and whoever was registered to be woken by it is not. Until
-    /// [`Stdout::watch`], only reads that do not wait may be made (on the
-    /// duplicate [`Stdout::new`] gives); a poll puts it back first.
+    /// [`Stdout::watch`], only reads that do not wait may be made (on a
+    /// [`Stdout::duplicate`]); a poll puts it back first.
     ///
     /// # Errors
     /// When it cannot be taken out; the pipe is then lost, and every read
