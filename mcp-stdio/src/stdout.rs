@@ -126,6 +126,9 @@ impl AsyncRead for Stdout {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
+        if let Some(Pipe::Watched(pipe)) = &mut self.pipe {
+            return Pin::new(pipe).poll_read(cx, buf);
+        }
         // Nobody waits on a pipe out of the loop, but should anyone poll it,
         // it goes back in rather than leave them waiting for good.
         self.watch()?;
