@@ -260,6 +260,11 @@ impl Connection {
         let mut write = Some(write);
         let mut written = false;
         if hopeful && self.lead_first && self.out_of_loop.hopeful() {
+            // Not bounded by `gives_way`'s run: on this runtime callers joined
+            // in one future were measured to go in flight together anyway,
+            // and a call that reads in the event loop between two out of it
+            // costs the next the pipe's way out again, with a wake of the
+            // reader task (p99 4.3 times the floor's with runs of 128).
             let same = poll_fn(|cx| Poll::Ready(self.read_now.same_caller(cx.waker()))).await;
             let reading = same.then(|| self.inbox.reading_out());
             if reading.is_some() && self.inbox.unwatch() {
@@ -350,9 +355,9 @@ impl Connection {
             // call that returns at once. Not on a multi-thread runtime, whose
             // idle worker, woken by the answer, would compete with the caller
             // for the CPU given up (p99 went from 2.0 to 3.0 times the
-            // floor's there). See [`ReadNow::same_caller`] for why the run.
+            // floor's there). See [`ReadNow::gives_way`] for why the run.
             if !self.lead_first
-                && poll_fn(|cx| Poll::Ready(self.read_now.same_caller(cx.waker()))).await
+                && poll_fn(|cx| Poll::Ready(self.read_now.gives_way(cx.waker()))).await
             {
                 std::thread::yield_now();
                 #[cfg(test)]
@@ -487,6 +492,8 @@ struct ReadNow {
     /// Who made the last lone request that read at once: its waker, as one
     /// word ([`ReadNow::same_caller`]).
     caller: AtomicUsize,
+    /// Lone requests in a row that gave the server the CPU first.
+    run: AtomicU32,
     /// Times the thread was yielded before a read at once.
     #[cfg(test)]
     yields: AtomicU32,
@@ -515,6 +522,13 @@ const MISSED: u32 = 16;
 /// out of the slowest one in a hundred.
 const MISSED_OUT_OF_LOOP: u32 = 128;
 
+/// The most lone requests in a row that give the server the CPU before
+/// their read ([`ReadNow::gives_way`]): few enough that callers joined in
+/// one future soon go in flight together, many enough that a single
+/// caller's call that reads without it (and finds nothing, about half of
+/// the time) is not among the slowest one in a hundred.
+const LONGEST_RUN: u32 = 128;
+
 impl ReadNow {
     fn new() -> Self {
         Self::probing_every(MISSED)
@@ -527,6 +541,7 @@ impl ReadNow {
             skip: AtomicU32::new(0),
             missed,
             caller: AtomicUsize::new(0),
+            run: AtomicU32::new(0),
             #[cfg(test)]
             yields: AtomicU32::new(0),
             #[cfg(test)]
@@ -547,14 +562,41 @@ impl ReadNow {
     /// at 8 in flight fell from 0.9 to 0.4 of the floor's), where without
     /// the yield the first waits and the others join it in one write. Those
     /// each have a waker of their own; one task's calls in sequence share
-    /// its waker. Calls joined in one future (`join!`) share it too, and go
-    /// one at a time against a server that answers within the yield. A
-    /// waker equal by chance (a freed one's address reused) costs only the
-    /// yield.
+    /// its waker. Calls joined in one future (`join!`, `join_all`) share it
+    /// too: [`ReadNow::gives_way`] bounds what that costs. A waker equal by
+    /// chance (a freed one's address reused) costs only the yield.
     fn same_caller(&self, waker: &Waker) -> bool {
         let vtable: *const std::task::RawWakerVTable = waker.vtable();
         let caller = (waker.data() as usize) ^ (vtable as usize).rotate_left(32);
         self.caller.swap(caller, Ordering::Relaxed) == caller
+    }
+
+    /// Whether the lone request about to read at once gives the server the
+    /// CPU first: it comes from the same caller as the last one
+    /// ([`ReadNow::same_caller`]), and is not the one after [`LONGEST_RUN`]
+    /// in a row that did.
+    ///
+    /// Callers joined in one future (`join_all` of callers each calling in
+    /// a loop) share a waker, and are polled in turn: with every call
+    /// answered within its yield, each ends within its first poll, the
+    /// next finds nothing in flight, and the calls go one at a time for
+    /// good (8 in flight on a current-thread runtime fell from 0.95 to 0.41
+    /// of the floor's in `benches/`). One call in a run that long reads
+    /// without the yield; when it finds nothing, it waits, the other
+    /// callers join it in one write, and their calls stay in flight
+    /// together from then on. A single caller pays for it in that one call.
+    fn gives_way(&self, waker: &Waker) -> bool {
+        if !self.same_caller(waker) {
+            self.run.store(0, Ordering::Relaxed);
+            return false;
+        }
+        let run = self.run.load(Ordering::Relaxed);
+        if run >= LONGEST_RUN {
+            self.run.store(0, Ordering::Relaxed);
+            return false;
+        }
+        self.run.store(run + 1, Ordering::Relaxed);
+        true
     }
 
     /// Whether the next lone request reads at once. Lone requests come one
@@ -1348,6 +1390,19 @@ mod tests {
         assert!(r.same_caller(&a.clone()), "a clone of its waker");
         assert!(!r.same_caller(&b), "another");
         assert!(!r.same_caller(&a), "the first after another");
+    }
+
+    #[test]
+    fn a_run_of_one_callers_lone_calls_gives_way_but_once_in_a_long_run() {
+        let r = ReadNow::new();
+        let (a, b) = (Waker::from(Arc::new(Nobody)), Waker::from(Arc::new(Nobody)));
+        assert!(!r.gives_way(&a), "the first caller");
+        let run = (0..LONGEST_RUN).take_while(|_| r.gives_way(&a)).count();
+        assert_eq!(run, LONGEST_RUN as usize, "a whole run");
+        assert!(!r.gives_way(&a), "the one after the longest run");
+        assert!(r.gives_way(&a), "then a new run");
+        assert!(!r.gives_way(&b), "another caller");
+        assert!(r.gives_way(&b), "and its run");
     }
 
     /// On a current-thread runtime, one caller's lone calls in a row give
