@@ -1284,29 +1284,8 @@ mod tests {
     /// while a lone call took the pipe only after its write.
     #[test]
     fn on_a_multi_thread_runtime_a_lone_call_reads_its_own_answer() {
-        let allowed = rustix::thread::sched_getaffinity(None).expect("the affinity");
-        let cpu = (0..rustix::thread::CpuSet::MAX_CPU)
-            .find(|&c| allowed.is_set(c))
-            .expect("a CPU");
-        let mut one = rustix::thread::CpuSet::new();
-        one.set(cpu);
-        let rt = one_worker_runtime();
-        rt.block_on(async {
-            let server = ServerConfig::new([
-                "taskset".to_owned(),
-                "-c".to_owned(),
-                cpu.to_string(),
-                "sed".to_owned(),
-                "-u".to_owned(),
-                ANSWER_EVERY_LINE.to_owned(),
-            ]);
-            let (process, c) = connected_to(&server);
-            // The caller's thread and the runtime's worker on the server's
-            // CPU; pinned only now, so that no thread started for the
-            // process as a whole (the spawner) inherits the pin.
-            rustix::thread::sched_setaffinity(None, &one).expect("pinned");
-            let worker = tokio::spawn(async move { rustix::thread::sched_setaffinity(None, &one) });
-            worker.await.expect("ran").expect("pinned");
+        one_worker_runtime().block_on(async {
+            let (process, c) = connected_on_one_cpu().await;
             let args = Map::new();
             let empty = Body::Call(spear_capabilities::CallResult::new(Vec::new()));
             for _ in 0..2000 {
@@ -1337,6 +1316,34 @@ mod tests {
             close(process, c).await;
             assert_eq!(handed_on, 0, "the reader task read the answer");
         });
+    }
+
+    /// Within a runtime with one worker: a connection to a server answering
+    /// every request at once, with the server, the caller's thread and the
+    /// runtime's worker all on one CPU, as the yardstick has them.
+    async fn connected_on_one_cpu() -> (Arc<ServerProcess>, Connection) {
+        let allowed = rustix::thread::sched_getaffinity(None).expect("the affinity");
+        let cpu = (0..rustix::thread::CpuSet::MAX_CPU)
+            .find(|&c| allowed.is_set(c))
+            .expect("a CPU");
+        let mut one = rustix::thread::CpuSet::new();
+        one.set(cpu);
+        let server = ServerConfig::new([
+            "taskset".to_owned(),
+            "-c".to_owned(),
+            cpu.to_string(),
+            "sed".to_owned(),
+            "-u".to_owned(),
+            ANSWER_EVERY_LINE.to_owned(),
+        ]);
+        let connected = connected_to(&server);
+        // The caller's thread and the runtime's worker on the server's
+        // CPU; pinned only now, so that no thread started for the process
+        // as a whole (the spawner) inherits the pin.
+        rustix::thread::sched_setaffinity(None, &one).expect("pinned");
+        let worker = tokio::spawn(async move { rustix::thread::sched_setaffinity(None, &one) });
+        worker.await.expect("ran").expect("pinned");
+        connected
     }
 
     /// A multi-thread runtime with one worker: the caller's thread (in
@@ -1419,15 +1426,7 @@ mod tests {
         // The starting credit lets the first calls read at once, found or not.
         assert_eq!(c.read_now.yields.load(Ordering::Relaxed), 2);
         c.read_now.credit.store(MOST_CREDIT, Ordering::Relaxed);
-        let mut together: futures::stream::FuturesUnordered<_> =
-            (0..8).map(|_| c.request("x", &p)).collect();
-        let mut answered = 0;
-        while let Some(answer) = futures::StreamExt::next(&mut together).await {
-            answer.expect("answered");
-            answered += 1;
-        }
-        drop(together);
-        assert_eq!(answered, 8);
+        eight_together(&c).await;
         assert_eq!(
             c.read_now.yields.load(Ordering::Relaxed),
             2,
@@ -1446,19 +1445,26 @@ mod tests {
             let p = json!({});
             c.request("x", &p).await.expect("answered");
             c.read_now.credit.store(MOST_CREDIT, Ordering::Relaxed);
-            let mut together: futures::stream::FuturesUnordered<_> =
-                (0..8).map(|_| c.request("x", &p)).collect();
-            let mut answered = 0;
-            while let Some(answer) = futures::StreamExt::next(&mut together).await {
-                answer.expect("answered");
-                answered += 1;
-            }
-            drop(together);
-            assert_eq!(answered, 8);
+            eight_together(&c).await;
             assert_eq!(c.read_now.yields.load(Ordering::Relaxed), 0);
             assert!(!c.inbox.unwatched(), "the pipe is in the event loop");
             close(process, c).await;
         });
+    }
+
+    /// Eight requests started together, each polled in turn by a
+    /// `FuturesUnordered` with a waker of its own, as the yardstick's
+    /// calls in flight are; all answered.
+    async fn eight_together(c: &Connection) {
+        let p = json!({});
+        let mut together: futures::stream::FuturesUnordered<_> =
+            (0..8).map(|_| c.request("x", &p)).collect();
+        let mut answered = 0;
+        while let Some(answer) = futures::StreamExt::next(&mut together).await {
+            answer.expect("answered");
+            answered += 1;
+        }
+        assert_eq!(answered, 8);
     }
 
     /// Takes the pipe out of the event loop as a lone call does, with
@@ -1535,26 +1541,8 @@ mod tests {
     /// the pipe out of the event loop, after giving the server the CPU.
     #[test]
     fn on_a_multi_thread_runtime_a_run_of_lone_calls_reads_out_of_the_event_loop() {
-        let allowed = rustix::thread::sched_getaffinity(None).expect("the affinity");
-        let cpu = (0..rustix::thread::CpuSet::MAX_CPU)
-            .find(|&c| allowed.is_set(c))
-            .expect("a CPU");
-        let mut one = rustix::thread::CpuSet::new();
-        one.set(cpu);
-        let rt = one_worker_runtime();
-        rt.block_on(async {
-            let server = ServerConfig::new([
-                "taskset".to_owned(),
-                "-c".to_owned(),
-                cpu.to_string(),
-                "sed".to_owned(),
-                "-u".to_owned(),
-                ANSWER_EVERY_LINE.to_owned(),
-            ]);
-            let (process, c) = connected_to(&server);
-            rustix::thread::sched_setaffinity(None, &one).expect("pinned");
-            let worker = tokio::spawn(async move { rustix::thread::sched_setaffinity(None, &one) });
-            worker.await.expect("ran").expect("pinned");
+        one_worker_runtime().block_on(async {
+            let (process, c) = connected_on_one_cpu().await;
             for _ in 0..500 {
                 c.request("x", &json!({})).await.expect("answered");
             }

@@ -14,7 +14,8 @@
 //!
 //! Someone must read the pipe at all times, also when no request is
 //! pending: the server may leave, ask us something, or log. That is the
-//! reader task, whenever no caller leads. The pipe wakes only the last one
+//! reader task, whenever no caller leads (while the pipe is out of the
+//! event loop, below: within twice [`IDLE`]). The pipe wakes only the last one
 //! who polled it, so the two never both wait on it; a leader that stops
 //! waiting (answered, failed, or dropped) hands reading back to the reader
 //! task by polling the pipe once more with the reader task's waker, as the
