@@ -246,11 +246,6 @@ impl Connection {
             owes_flush: false,
             led: false,
         };
-        // Where the reader task may run on another thread while this one
-        // writes, a lone call takes the pipe before it writes: the answer
-        // then wakes this caller, not the reader task, which would read it
-        // and send it on (most lone calls went so on a multi-thread runtime,
-        // the caller losing the thread to the server as its write woke it).
         // Whether this lone request reads at once after its write.
         let hopeful = !others_in_flight && self.read_now.hopeful();
         // On a runtime with other threads, one caller's lone call in a row
@@ -301,6 +296,11 @@ impl Connection {
                 }
             }
         }
+        // Where the reader task may run on another thread while this one
+        // writes, a lone call takes the pipe before it writes: the answer
+        // then wakes this caller, not the reader task, which would read it
+        // and send it on (most lone calls went so on a multi-thread runtime,
+        // the caller losing the thread to the server as its write woke it).
         let mut polled_with = None;
         if !others_in_flight && self.lead_first && !written {
             guard.led = true;
