@@ -161,7 +161,6 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
         }
     }
 
-    /// The longest line accepted.
     /// What it reads from.
     pub(crate) fn inner(&self) -> &R {
         &self.inner
@@ -172,6 +171,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
         &mut self.inner
     }
 
+    /// The longest line accepted.
     pub(crate) fn limit(&self) -> usize {
         self.limit
     }
