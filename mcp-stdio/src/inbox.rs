@@ -259,25 +259,26 @@ impl Inbox {
         if state.ended || state.leader.is_some() {
             return false;
         }
-        if let Err(e) = state.lines.inner_mut().unwatch() {
-            state.ended = true;
-            state.end = Some(End::Io(e));
-            let reader_task = state.reader_task.clone();
-            drop(state);
-            if let Some(waker) = reader_task {
-                waker.wake();
+        let out = match state.lines.inner_mut().unwatch() {
+            Ok(()) => {
+                self.unwatched.store(true, Ordering::Relaxed);
+                state.busy = true;
+                true
             }
-            return false;
-        }
-        self.unwatched.store(true, Ordering::Relaxed);
-        state.busy = true;
-        // Woken, it sees the pipe out and waits on its clock.
+            Err(e) => {
+                state.ended = true;
+                state.end = Some(End::Io(e));
+                false
+            }
+        };
+        // Woken, the reader task sees the pipe out and waits on its clock,
+        // or reports how reading ended.
         let reader_task = state.reader_task.clone();
         drop(state);
         if let Some(waker) = reader_task {
             waker.wake();
         }
-        true
+        out
     }
 
     /// For a lone call about to take the pipe out of the event loop

@@ -82,14 +82,10 @@ impl Stdout {
         match self.pipe.take() {
             Some(Pipe::Watched(pipe)) => {
                 self.pipe = Some(Pipe::Unwatched(pipe.into_nonblocking_fd()?));
-                Ok(())
             }
-            Some(unwatched) => {
-                self.pipe = Some(unwatched);
-                Ok(())
-            }
-            None => Err(lost()),
+            other => self.pipe = other,
         }
+        self.pipe.as_ref().map(drop).ok_or_else(lost)
     }
 
     /// Puts the pipe back in the event loop, on the connection's runtime
@@ -105,14 +101,10 @@ impl Stdout {
             Some(Pipe::Unwatched(fd)) => {
                 let _runtime = self.runtime.enter();
                 self.pipe = Some(Pipe::Watched(Receiver::from_owned_fd_unchecked(fd)?));
-                Ok(())
             }
-            Some(watched) => {
-                self.pipe = Some(watched);
-                Ok(())
-            }
-            None => Err(lost()),
+            other => self.pipe = other,
         }
+        self.pipe.as_ref().map(drop).ok_or_else(lost)
     }
 }
 
@@ -135,6 +127,46 @@ impl AsyncRead for Stdout {
         match &mut self.pipe {
             Some(Pipe::Watched(pipe)) => Pin::new(pipe).poll_read(cx, buf),
             _ => Poll::Ready(Err(lost())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use rustix::pipe::{PipeFlags, pipe_with};
+    use tokio::io::AsyncReadExt;
+
+    use super::*;
+
+    /// Moving the pipe in or out where it already is keeps it, and it reads
+    /// what was written, in the loop or out of it, whichever way it went.
+    #[tokio::test]
+    async fn the_pipe_reads_in_and_out_of_the_event_loop_however_often_it_moves() {
+        let (read, write) = pipe_with(PipeFlags::CLOEXEC).expect("a pipe");
+        let mut write = File::from(write);
+        let mut stdout = Stdout::new(read).expect("registered");
+        let mut now = stdout.duplicate().expect("a duplicate");
+        let mut buf = [0u8; 16];
+        for round in 0..3u8 {
+            stdout.watch().expect("in, again");
+            assert!(stdout.watched());
+            write.write_all(&[b'a' + round]).expect("written");
+            let n = stdout.read(&mut buf).await.expect("read in the loop");
+            assert_eq!(&buf[..n], &[b'a' + round]);
+
+            stdout.unwatch().expect("out");
+            stdout.unwatch().expect("out, again");
+            assert!(!stdout.watched());
+            write.write_all(b"x").expect("written");
+            let n = std::io::Read::read(&mut now, &mut buf).expect("read out of the loop");
+            assert_eq!(&buf[..n], b"x");
+            // A read through the loop puts it back first.
+            write.write_all(b"y").expect("written");
+            let n = stdout.read(&mut buf).await.expect("read, back in");
+            assert_eq!(&buf[..n], b"y");
+            assert!(stdout.watched());
         }
     }
 }
