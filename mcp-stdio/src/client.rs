@@ -250,10 +250,10 @@ impl Connection {
         let hopeful = !others_in_flight && self.read_now.hopeful();
         // On a runtime with other threads, one caller's lone call in a row
         // takes the pipe out of the event loop, and reads its answer itself
-        // once the server had the CPU (see the current-thread case below):
-        // the answer then wakes no worker (`stdout.rs`).
-        let mut write = Some(write);
-        let mut written = false;
+        // once the server had the CPU (the yield below): the answer then
+        // wakes no worker (`stdout.rs`). Held until that read, the guard
+        // keeps the reader task from putting the pipe back meanwhile.
+        let mut read_out = None;
         if hopeful && self.lead_first && self.out_of_loop.hopeful() {
             // Not bounded by `gives_way`'s run: on this runtime callers joined
             // in one future were measured to go in flight together anyway,
@@ -271,28 +271,7 @@ impl Connection {
                 if lock(&self.shared).pending.len() > 1 {
                     self.inbox.watch();
                 } else {
-                    if let Some(write) = write.take() {
-                        send_with(&self.shared, &self.out, |queue| write(queue, id), false);
-                    }
-                    written = true;
-                    std::thread::yield_now();
-                    #[cfg(test)]
-                    self.read_now.yields.fetch_add(1, Ordering::Relaxed);
-                    let mine = self.inbox.read_now(|line, shape| {
-                        handle_line(&self.shared, &self.out, line, shape, me)
-                    });
-                    drop(reading);
-                    self.read_now.went(mine.is_some());
-                    self.out_of_loop.went(mine.is_some());
-                    if let Some(answer) = mine {
-                        #[cfg(test)]
-                        self.read_now.out_of_loop.fetch_add(1, Ordering::Relaxed);
-                        guard.armed = false;
-                        tokio::task::consume_budget().await;
-                        return answer;
-                    }
-                    // Waited for as any lone call is; leading puts the pipe
-                    // back in the event loop.
+                    read_out = reading;
                 }
             }
         }
@@ -302,7 +281,7 @@ impl Connection {
         // and send it on (most lone calls went so on a multi-thread runtime,
         // the caller losing the thread to the server as its write woke it).
         let mut polled_with = None;
-        if !others_in_flight && self.lead_first && !written {
+        if !others_in_flight && self.lead_first && read_out.is_none() {
             guard.led = true;
             let handle = |line: &[u8], shape: &mut Shape| {
                 handle_line(&self.shared, &self.out, line, shape, me)
@@ -324,14 +303,12 @@ impl Connection {
         // Behind others in flight, the line is queued; if it starts the
         // queue, this request writes it, after one yield in which the other
         // callers of the moment queue theirs behind it (`outbox.rs`).
-        if let Some(write) = write.take() {
-            guard.owes_flush = send_with(
-                &self.shared,
-                &self.out,
-                |queue| write(queue, id),
-                others_in_flight,
-            );
-        }
+        guard.owes_flush = send_with(
+            &self.shared,
+            &self.out,
+            |queue| write(queue, id),
+            others_in_flight,
+        );
         if others_in_flight {
             // Read by the reader task, so with the pipe in the event loop.
             // This request's entry was made under the lock a lone call
@@ -346,19 +323,23 @@ impl Connection {
             self.out.flush();
         }
         // The line is written: the answer may be there already.
-        if hopeful && !written {
-            // On a current-thread runtime, the caller of a run of lone calls
-            // lets the server have the CPU first, as a blocking read would:
-            // on a CPU they share, the answer is then there when the read
-            // comes, where otherwise about half of these reads found nothing
-            // and waited on the event loop. Elsewhere it costs one system
-            // call that returns at once. Not on a multi-thread runtime, whose
-            // idle worker, woken by the answer, would compete with the caller
-            // for the CPU given up (p99 went from 2.0 to 3.0 times the
-            // floor's there). See [`ReadNow::gives_way`] for why the run.
-            if !self.lead_first
-                && poll_fn(|cx| Poll::Ready(self.read_now.gives_way(cx.waker()))).await
-            {
+        if hopeful {
+            // The caller lets the server have the CPU first, as a blocking
+            // read would: on a CPU they share, the answer is then there
+            // when the read comes, where otherwise about half of these reads
+            // found nothing and waited on the event loop. Elsewhere it costs
+            // one system call that returns at once. On a current-thread
+            // runtime, for a run of one caller's lone calls; on a
+            // multi-thread one only with the pipe out of the event loop,
+            // whose idle worker, woken by the answer, would compete with the
+            // caller for the CPU given up (p99 went from 2.0 to 3.0 times
+            // the floor's). See [`ReadNow::gives_way`] for why the run.
+            let gives_way = if self.lead_first {
+                read_out.is_some()
+            } else {
+                poll_fn(|cx| Poll::Ready(self.read_now.gives_way(cx.waker()))).await
+            };
+            if gives_way {
                 std::thread::yield_now();
                 #[cfg(test)]
                 self.read_now.yields.fetch_add(1, Ordering::Relaxed);
@@ -367,6 +348,15 @@ impl Connection {
                 .inbox
                 .read_now(|line, shape| handle_line(&self.shared, &self.out, line, shape, me));
             self.read_now.went(mine.is_some());
+            if read_out.take().is_some() {
+                // A miss waits as any lone call does; leading puts the pipe
+                // back in the event loop.
+                self.out_of_loop.went(mine.is_some());
+                #[cfg(test)]
+                if mine.is_some() {
+                    self.read_now.out_of_loop.fetch_add(1, Ordering::Relaxed);
+                }
+            }
             if let Some(answer) = mine {
                 guard.armed = false;
                 // A call answered at once never waits: the runtime's other
