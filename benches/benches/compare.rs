@@ -13,6 +13,10 @@
 //! event loop, whatever the client). `--multi` runs them on tokio's
 //! multi-thread runtime (what `#[tokio::main]` gives; one worker under the
 //! pin) instead of the current-thread one.
+//! `--only provider` runs the rows of calls in flight made as the shared
+//! yardstick makes them (always in the root future; see
+//! [`spear_benches::yardstick`]), for the floor, the provider floor and
+//! mcp-stdio, with each client's ratio to the provider floor.
 //! The figures and what bounds them are in `docs/performance.md`.
 
 use std::future::Future;
@@ -24,10 +28,12 @@ use futures::future::join_all;
 use spear_benches::fixture::{TEN_THOUSAND_TOOLS, fixture_server};
 use spear_benches::floor::Floor;
 use spear_benches::floor_async::AsyncFloor;
+use spear_benches::floor_provider::ProviderFloor;
 use spear_benches::official;
 use spear_benches::ours::{self, Gateway};
 use spear_benches::stats::{median_range, ratios, round_order, summarize};
 use spear_benches::system::{allowed_cpus, pin_to_cpu};
+use spear_benches::yardstick;
 use spear_capabilities::Provider;
 use spear_testkit::procfs::resident;
 use tokio::runtime::Runtime;
@@ -36,6 +42,7 @@ use tokio::runtime::Runtime;
 enum Client {
     Floor,
     AsyncFloor,
+    ProviderFloor,
     Mcp,
     Gateway,
     Rmcp,
@@ -46,6 +53,7 @@ impl Client {
         match self {
             Client::Floor => "floor",
             Client::AsyncFloor => "async floor",
+            Client::ProviderFloor => "provider floor",
             Client::Mcp => "mcp-stdio",
             Client::Gateway => "gateway",
             Client::Rmcp => "rmcp",
@@ -63,6 +71,8 @@ const CALLERS: [Client; 5] = [
     Client::Rmcp,
 ];
 const STARTERS: [Client; 3] = [Client::Floor, Client::Mcp, Client::Rmcp];
+/// The clients of the rows driven as the yardstick drives a provider.
+const PROVIDERS: [Client; 3] = [Client::Floor, Client::ProviderFloor, Client::Mcp];
 
 /// Where the tokio clients' calls run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -171,10 +181,12 @@ fn main() {
     );
     println!("fixture: {}", fixture.display());
     println!();
-    println!(
-        "| row | client | median (range over rounds) | ratio to floor, median (range) | ratio to async floor |"
-    );
-    println!("|---|---|---|---|---|");
+    if ["rtt", "throughput", "start", "list", "memory"]
+        .iter()
+        .any(|g| wanted(g))
+    {
+        header(Client::AsyncFloor);
+    }
     if wanted("rtt") {
         round_trip(&rt, &fixture, args.rounds, args.caller);
     }
@@ -193,12 +205,39 @@ fn main() {
     if wanted("memory") {
         memory(&fixture, args.rounds.min(5), args.cpu);
     }
+    if wanted("provider") {
+        println!();
+        header(Client::ProviderFloor);
+        for window in [1, 8, 64] {
+            provider_throughput(&rt, &fixture, args.rounds, window);
+        }
+    }
+}
+
+/// The head of a table whose last column is the ratio to `base`.
+fn header(base: Client) {
+    println!(
+        "| row | client | median (range over rounds) | ratio to floor, median (range) | ratio to {} |",
+        base.name()
+    );
+    println!("|---|---|---|---|---|");
 }
 
 /// One table row per client: its per-round values, their ratio to the
 /// floor's and, for the tokio clients, to the async floor's (each paired
 /// within its round).
 fn report(row: &str, unit: &str, digits: usize, values: &[(Client, Vec<f64>)]) {
+    report_against(row, unit, digits, values, Client::AsyncFloor);
+}
+
+/// [`report`], the last column being the ratio to `base`.
+fn report_against(
+    row: &str,
+    unit: &str,
+    digits: usize,
+    values: &[(Client, Vec<f64>)],
+    base: Client,
+) {
     let paired = |base: Client, client: Client, v: &[f64]| match values
         .iter()
         .find(|(c, _)| *c == base)
@@ -216,7 +255,7 @@ fn report(row: &str, unit: &str, digits: usize, values: &[(Client, Vec<f64>)]) {
             "| {row} | {} | {} {unit} | {to_floor} | {} |",
             client.name(),
             median_range(v, digits),
-            paired(Client::AsyncFloor, *client, v)
+            paired(base, *client, v)
         );
     }
 }
@@ -262,7 +301,9 @@ impl Callers {
             Client::Mcp => Tokio::Mcp(Arc::clone(&self.mcp)),
             Client::Gateway => Tokio::Gateway(Arc::clone(&self.gateway)),
             Client::Rmcp => Tokio::Rmcp(Arc::clone(&self.rmcp)),
-            Client::Floor | Client::AsyncFloor => unreachable!("not a shared client"),
+            Client::Floor | Client::AsyncFloor | Client::ProviderFloor => {
+                unreachable!("not a shared client")
+            }
         };
         drive(rt, caller, calls(tokio))
     }
@@ -440,6 +481,56 @@ fn throughput(rt: &Runtime, fixture: &Path, rounds: usize, window: usize, caller
     c.close(rt);
 }
 
+/// The rows of issue 15's bound: the floor as in [`throughput`], and the
+/// provider floor and mcp-stdio each driven by [`yardstick::calls_in_flight`]
+/// in the root future, as the yardstick drives ours, whatever `--root` says.
+fn provider_throughput(rt: &Runtime, fixture: &Path, rounds: usize, window: usize) {
+    const CALLS: usize = 20_000;
+    let mut floor = Floor::start(fixture, &[]).expect("floor starts");
+    let (provider_floor, mcp) = rt.block_on(async {
+        (
+            ProviderFloor::start(fixture, &[])
+                .await
+                .expect("provider floor starts"),
+            ours::start(fixture, &[]).await.expect("mcp-stdio starts"),
+        )
+    });
+    let mut rates: Vec<(Client, Vec<f64>)> = PROVIDERS.iter().map(|&c| (c, vec![])).collect();
+    for round in 0..=rounds {
+        for client in round_order(&PROVIDERS, round) {
+            let began = Instant::now();
+            match client {
+                Client::Floor => floor.calls_in_flight(CALLS, window).expect("floor calls"),
+                Client::ProviderFloor => rt
+                    .block_on(yardstick::calls_in_flight(&provider_floor, CALLS, window))
+                    .unwrap_or_else(|e| panic!("provider floor: {e}")),
+                Client::Mcp => rt
+                    .block_on(yardstick::calls_in_flight(&mcp, CALLS, window))
+                    .unwrap_or_else(|e| panic!("mcp-stdio: {e}")),
+                _ => unreachable!("not a provider row's client"),
+            }
+            let rate = CALLS as f64 / began.elapsed().as_secs_f64() / 1000.0;
+            // Round 0 warms every client up and is not counted.
+            if round > 0 {
+                let i = PROVIDERS.iter().position(|&x| x == client).expect("known");
+                rates[i].1.push(rate);
+            }
+        }
+    }
+    report_against(
+        &format!("throughput as the yardstick drives a provider, {window} in flight"),
+        "k calls/s",
+        1,
+        &rates,
+        Client::ProviderFloor,
+    );
+    drop(floor);
+    rt.block_on(async {
+        let _ = provider_floor.shutdown().await;
+        let _ = mcp.shutdown().await;
+    });
+}
+
 /// Spawn, initialize and list every tool of `n` servers at once; the
 /// time until all are listed, in milliseconds. Stopping is not timed.
 fn start_once(rt: &Runtime, fixture: &Path, client: Client, n: usize) -> f64 {
@@ -485,7 +576,9 @@ fn start_once(rt: &Runtime, fixture: &Path, client: Client, n: usize) -> f64 {
             join_all(started.into_iter().map(official::close)).await;
             t
         }),
-        Client::Gateway | Client::AsyncFloor => unreachable!("not a starter"),
+        Client::Gateway | Client::AsyncFloor | Client::ProviderFloor => {
+            unreachable!("not a starter")
+        }
     }
 }
 
@@ -534,7 +627,9 @@ fn list(rt: &Runtime, fixture: &Path, rounds: usize) {
                         .block_on(official::list_all(&rmcp))
                         .expect("listed")
                         .len(),
-                    Client::Gateway | Client::AsyncFloor => unreachable!("not a lister"),
+                    Client::Gateway | Client::AsyncFloor | Client::ProviderFloor => {
+                        unreachable!("not a lister")
+                    }
                 };
                 samples.push(millis(began.elapsed()));
                 assert_eq!(n, 10_000);

@@ -13,10 +13,12 @@
 pub mod fixture;
 pub mod floor;
 pub mod floor_async;
+pub mod floor_provider;
 pub mod official;
 pub mod ours;
 pub mod stats;
 pub mod system;
+pub mod yardstick;
 
 /// The text every echo call sends and expects back: 14 bytes, the shared
 /// yardstick's text, so that the rows both measure carry the same load.

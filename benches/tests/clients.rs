@@ -4,9 +4,11 @@
 use spear_benches::fixture::{TEN_THOUSAND_TOOLS, fixture_server};
 use spear_benches::floor::Floor;
 use spear_benches::floor_async::AsyncFloor;
+use spear_benches::floor_provider::ProviderFloor;
 use spear_benches::official;
 use spear_benches::ours::{self, Gateway};
-use spear_capabilities::Provider;
+use spear_benches::yardstick::{self, check_echo};
+use spear_capabilities::{CallRequest, Provider};
 
 #[test]
 fn the_floor_echoes_keeps_calls_in_flight_and_lists_every_page() {
@@ -47,6 +49,65 @@ fn the_async_floor_keeps_calls_in_flight_on_both_runtimes() {
                 floor.calls_in_flight(500, window).await.expect("calls");
             }
             floor.call_echo().await.expect("the ids are still in step");
+        });
+    }
+}
+
+/// The provider floor answers every call with its own echo, alone and with
+/// many in flight, on both runtimes; a call dropped before it was answered,
+/// whether it owed the flush or joined one, leaves no slot behind and the
+/// others their answers.
+#[test]
+fn the_provider_floor_echoes_in_flight_and_a_dropped_call_leaves_no_slot() {
+    let fixture = fixture_server().expect("fixture");
+    let echo = || CallRequest::new("echo", ours::echo_arguments());
+    for multi in [false, true] {
+        let rt = if multi {
+            tokio::runtime::Builder::new_multi_thread()
+        } else {
+            tokio::runtime::Builder::new_current_thread()
+        }
+        .enable_all()
+        .build()
+        .expect("a runtime");
+        rt.block_on(async {
+            let p = ProviderFloor::start(&fixture, &[]).await.expect("starts");
+            check_echo(&p.call_tool(echo()).await.expect("echo")).expect("the echo");
+            for window in [1, 8, 64] {
+                yardstick::calls_in_flight(&p, 500, window)
+                    .await
+                    .expect("calls");
+            }
+            assert_eq!(p.pending(), 0);
+
+            // The first call owes the flush and yields; the second joins it.
+            let mut owes = p.call_tool(echo());
+            assert!(futures::poll!(&mut owes).is_pending());
+            let mut joins = p.call_tool(echo());
+            assert!(futures::poll!(&mut joins).is_pending());
+            assert_eq!(p.pending(), 2);
+            drop(joins);
+            assert_eq!(p.pending(), 1);
+            check_echo(&owes.await.expect("echo")).expect("the echo");
+            assert_eq!(p.pending(), 0);
+
+            // Dropped while it owes the flush: the call that joined it is
+            // still written and answered.
+            let mut owes = p.call_tool(echo());
+            assert!(futures::poll!(&mut owes).is_pending());
+            let joins = p.call_tool(echo());
+            drop(owes);
+            let answered = tokio::time::timeout(std::time::Duration::from_secs(10), joins)
+                .await
+                .expect("the dropped call's flush is still written");
+            check_echo(&answered.expect("echo")).expect("the echo");
+            assert_eq!(p.pending(), 0);
+            yardstick::calls_in_flight(&p, 100, 8)
+                .await
+                .expect("the ids are still in step");
+
+            p.shutdown().await.expect("stops");
+            assert!(p.call_tool(echo()).await.is_err(), "shut down");
         });
     }
 }
