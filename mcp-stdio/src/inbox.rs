@@ -202,8 +202,13 @@ impl Inbox {
     /// turn at reading (see the module's doc), handing each line to
     /// `handle`; returns what `handle` called the reader's. Nothing when
     /// someone else is reading at this moment: they hand the lines out.
+    ///
+    /// The reading stops at the reader's answer, unless it reads for
+    /// others too (`all`): then it goes on until the pipe is empty, since
+    /// lines it leaves in the buffer wake nobody.
     pub(crate) fn read_now<T>(
         &self,
+        all: bool,
         mut handle: impl FnMut(&[u8], &mut Shape) -> Flow<T>,
     ) -> Option<T> {
         let mut state = match self.state.try_lock() {
@@ -213,11 +218,15 @@ impl Inbox {
         };
         let state = &mut *state;
         state.busy = true;
+        let mut mine = None;
         while !state.ended {
             let file = &state.now;
-            let at = state.lines.line_now(|buf| (&*file).read(buf))?;
+            let Some(at) = state.lines.line_now(|buf| (&*file).read(buf)) else {
+                break;
+            };
             match handle(state.lines.line(at), &mut state.shape) {
                 Flow::Go => {}
+                Flow::Mine(answer) if all => mine = Some(answer),
                 Flow::Mine(answer) => return Some(answer),
                 Flow::Stop(failure) => {
                     state.ended = true;
@@ -228,7 +237,7 @@ impl Inbox {
                 }
             }
         }
-        None
+        mine
     }
 
     /// The caller of request `me` stops waiting: if it led, reading is the
