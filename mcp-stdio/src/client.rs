@@ -262,14 +262,18 @@ impl Connection {
         // wakes no worker (`stdout.rs`). Held until that read, the guard
         // keeps the reader task from putting the pipe back meanwhile.
         let mut read_out = None;
+        // The call after a long run of such calls lets the runtime poll the
+        // caller's other futures before its read ([`ReadNow::run_of`]).
+        let mut long_run = false;
         if hopeful && self.lead_first && self.out_of_loop.hopeful() {
-            // Not bounded by `gives_way`'s run: on this runtime callers joined
-            // in one future were measured to go in flight together anyway,
-            // and a call that reads in the event loop between two out of it
-            // costs the next the pipe's way out again, with a wake of the
-            // reader task (p99 4.3 times the floor's with runs of 128).
-            let same = poll_fn(|cx| Poll::Ready(self.read_now.same_caller(cx.waker()))).await;
-            let reading = same.then(|| self.inbox.reading_out());
+            // Not bounded as `gives_way` bounds the run: a call that reads
+            // in the event loop between two out of it costs the next the
+            // pipe's way out again, with a wake of the reader task (p99 2.5
+            // to 4.3 times the floor's with runs of 128, and a third less
+            // throughput at 1 in flight).
+            let run = poll_fn(|cx| Poll::Ready(self.read_now.run_of(cx.waker()))).await;
+            long_run = run == Some(true);
+            let reading = run.is_some().then(|| self.inbox.reading_out());
             if reading.is_some() && self.inbox.unwatch() {
                 // Another request came meanwhile, and may not have seen the
                 // pipe out: the reader task reads its answer. Its entry and
@@ -360,6 +364,9 @@ impl Connection {
             // caller for the CPU given up (p99 went from 2.0 to 3.0 times
             // the floor's). See [`ReadNow::gives_way`] for why the run.
             let gives_way = if self.lead_first {
+                if long_run && read_out.is_some() {
+                    tokio::task::yield_now().await;
+                }
                 read_out.is_some()
             } else {
                 poll_fn(|cx| Poll::Ready(self.read_now.gives_way(cx.waker()))).await
@@ -606,17 +613,35 @@ impl ReadNow {
     /// callers join it in one write, and their calls stay in flight
     /// together from then on. A single caller pays for it in that one call.
     fn gives_way(&self, waker: &Waker) -> bool {
+        self.run_of(waker) == Some(false)
+    }
+
+    /// Where the lone request about to read at once stands in a run of one
+    /// caller's ([`ReadNow::same_caller`]): `None` if it comes from another
+    /// caller than the last, `Some(true)` if it is the one after
+    /// [`LONGEST_RUN`] in a row (a new run starts after it), else
+    /// `Some(false)`.
+    ///
+    /// On a multi-thread runtime, that one yields to the runtime between its
+    /// write and its read, its pipe still out of the event loop: callers
+    /// joined in one future share its waker, and with every call answered
+    /// at its read, each ended within its first poll, so they went one at a
+    /// time for good (8 in flight fell from 1.1 to 0.45 of the floor's in
+    /// `benches/`, in about half of the runs). Polled meanwhile, the others
+    /// start their calls, find it in flight, and go in a batch. A single
+    /// caller pays one poll more in the run.
+    fn run_of(&self, waker: &Waker) -> Option<bool> {
         if !self.same_caller(waker) {
             self.run.store(0, Ordering::Relaxed);
-            return false;
+            return None;
         }
         let run = self.run.load(Ordering::Relaxed);
         if run >= LONGEST_RUN {
             self.run.store(0, Ordering::Relaxed);
-            return false;
+            return Some(true);
         }
         self.run.store(run + 1, Ordering::Relaxed);
-        true
+        Some(false)
     }
 
     /// Whether the next lone request reads at once. Lone requests come one
@@ -1612,6 +1637,35 @@ mod tests {
                 batches > 0,
                 "no batch was read by its writer, of 100 or more"
             );
+        });
+    }
+
+    /// On a multi-thread runtime, callers joined in one future, who share
+    /// its waker, go in flight together even after one caller's run of lone
+    /// calls: the call after a long run lets the others start theirs before
+    /// its read.
+    #[test]
+    fn on_a_multi_thread_runtime_callers_joined_in_one_future_go_in_flight_together() {
+        one_worker_runtime().block_on(async {
+            let (process, c) = connected_on_one_cpu().await;
+            let p = json!({});
+            for _ in 0..300 {
+                c.request("x", &p).await.expect("answered");
+            }
+            let left = AtomicUsize::new(800);
+            let take = || {
+                left.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+                    .is_ok()
+            };
+            futures::future::join_all((0..8).map(|_| async {
+                while take() {
+                    c.request("x", &p).await.expect("answered");
+                }
+            }))
+            .await;
+            let batches = c.read_now.batches_out.load(Ordering::Relaxed);
+            close(process, c).await;
+            assert!(batches > 0, "the 800 calls went one at a time");
         });
     }
 
