@@ -32,7 +32,7 @@ use spear_benches::floor_provider::ProviderFloor;
 use spear_benches::official;
 use spear_benches::ours::{self, Gateway};
 use spear_benches::stats::{median_range, ratios, round_order, summarize};
-use spear_benches::system::{allowed_cpus, pin_to_cpu};
+use spear_benches::system::{allowed_cpus, pin_to_cpu, runtime};
 use spear_benches::yardstick;
 use spear_capabilities::Provider;
 use spear_testkit::procfs::resident;
@@ -141,14 +141,7 @@ fn main() {
     if let Some(cpu) = args.cpu {
         pin_to_cpu(cpu).unwrap_or_else(|e| panic!("{e}"));
     }
-    let rt = if args.multi {
-        tokio::runtime::Builder::new_multi_thread()
-    } else {
-        tokio::runtime::Builder::new_current_thread()
-    }
-    .enable_all()
-    .build()
-    .expect("a runtime");
+    let rt = runtime(args.multi);
     if let Some((client, n)) = &args.memory_child {
         memory_child(&rt, &fixture, client, *n);
         return;

@@ -39,22 +39,35 @@ pub struct AsyncFloor {
     next_id: u64,
 }
 
+/// Starts the server at `fixture` with `args`, its stdin and stdout piped
+/// (stderr dropped), killed when the child is dropped.
+///
+/// # Errors
+/// When it cannot be spawned.
+pub(crate) fn spawn_piped(
+    fixture: &Path,
+    args: &[&str],
+) -> io::Result<(Child, ChildStdin, ChildStdout)> {
+    let mut child = Command::new(fixture)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()?;
+    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        return Err(io::Error::other("pipes were not set up"));
+    };
+    Ok((child, stdin, stdout))
+}
+
 impl AsyncFloor {
     /// Starts the server and completes the handshake.
     ///
     /// # Errors
     /// When it cannot be spawned or answers the handshake wrongly.
     pub async fn start(fixture: &Path, args: &[&str]) -> io::Result<AsyncFloor> {
-        let mut child = Command::new(fixture)
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()?;
-        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-            return Err(io::Error::other("pipes were not set up"));
-        };
+        let (child, stdin, stdout) = spawn_piped(fixture, args)?;
         let mut floor = AsyncFloor {
             _child: child,
             stdin,

@@ -33,18 +33,18 @@ use std::future::poll_fn;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::io;
 use std::path::Path;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Poll, Waker};
 
 use spear_capabilities::{CallRequest, CallResult, Error, ProviderInfo, ToolList};
 use spear_capabilities::{Provider, async_trait};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio::sync::OwnedMutexGuard;
 use tokio::task::JoinHandle;
 
 use crate::floor::{invalid, result_answer};
+use crate::floor_async::spawn_piped;
 
 mod wire;
 
@@ -140,16 +140,7 @@ impl ProviderFloor {
     /// # Errors
     /// When it cannot be spawned or answers the handshake wrongly.
     pub async fn start(fixture: &Path, args: &[&str]) -> io::Result<ProviderFloor> {
-        let mut child = Command::new(fixture)
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()?;
-        let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-            return Err(io::Error::other("pipes were not set up"));
-        };
+        let (child, mut stdin, stdout) = spawn_piped(fixture, args)?;
         let mut stdout = BufReader::with_capacity(64 * 1024, stdout);
         stdin
             .write_all(

@@ -1,4 +1,4 @@
-//! The machine side of a run: pinning to one CPU.
+//! The machine side of a run: pinning to one CPU, the runtime.
 
 use rustix::thread::{CpuSet, sched_setaffinity};
 
@@ -20,6 +20,23 @@ pub fn allowed_cpus() -> Vec<usize> {
         Ok(set) => (0..CpuSet::MAX_CPU).filter(|&c| set.is_set(c)).collect(),
         Err(_) => Vec::new(),
     }
+}
+
+/// A tokio runtime with every driver: multi-thread (what `#[tokio::main]`
+/// gives) or current-thread.
+///
+/// # Panics
+/// When the runtime cannot be built (no threads or descriptors left).
+#[must_use]
+pub fn runtime(multi: bool) -> tokio::runtime::Runtime {
+    if multi {
+        tokio::runtime::Builder::new_multi_thread()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+    }
+    .enable_all()
+    .build()
+    .expect("a runtime")
 }
 
 #[cfg(test)]

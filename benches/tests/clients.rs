@@ -7,6 +7,7 @@ use spear_benches::floor_async::AsyncFloor;
 use spear_benches::floor_provider::ProviderFloor;
 use spear_benches::official;
 use spear_benches::ours::{self, Gateway};
+use spear_benches::system::runtime;
 use spear_benches::yardstick::{self, check_echo};
 use spear_capabilities::{CallRequest, Provider};
 
@@ -34,14 +35,7 @@ fn the_floor_echoes_keeps_calls_in_flight_and_lists_every_page() {
 fn the_async_floor_keeps_calls_in_flight_on_both_runtimes() {
     let fixture = fixture_server().expect("fixture");
     for multi in [false, true] {
-        let rt = if multi {
-            tokio::runtime::Builder::new_multi_thread()
-        } else {
-            tokio::runtime::Builder::new_current_thread()
-        }
-        .enable_all()
-        .build()
-        .expect("a runtime");
+        let rt = runtime(multi);
         rt.block_on(async {
             let mut floor = AsyncFloor::start(&fixture, &[]).await.expect("starts");
             floor.call_echo().await.expect("echo");
@@ -62,14 +56,7 @@ fn the_provider_floor_echoes_in_flight_and_a_dropped_call_leaves_no_slot() {
     let fixture = fixture_server().expect("fixture");
     let echo = || CallRequest::new("echo", ours::echo_arguments());
     for multi in [false, true] {
-        let rt = if multi {
-            tokio::runtime::Builder::new_multi_thread()
-        } else {
-            tokio::runtime::Builder::new_current_thread()
-        }
-        .enable_all()
-        .build()
-        .expect("a runtime");
+        let rt = runtime(multi);
         rt.block_on(async {
             let p = ProviderFloor::start(&fixture, &[]).await.expect("starts");
             check_echo(&p.call_tool(echo()).await.expect("echo")).expect("the echo");
