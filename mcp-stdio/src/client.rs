@@ -1782,6 +1782,37 @@ mod tests {
         });
     }
 
+    /// A read at once hands out at most `MOST_LINES_NOW` lines, and the
+    /// rest to the reader task, with the pipe back in the event loop: a
+    /// server writing without end cannot keep a caller in its read.
+    #[test]
+    fn a_read_at_once_stops_after_so_many_lines_and_the_reader_task_reads_the_rest() {
+        one_worker_runtime().block_on(async {
+            let flood = "sleep 0.2; yes not-json | head -n 3000; exec cat >/dev/null";
+            let (process, c) = connected_to(&ServerConfig::new(["sh", "-c", flood]));
+            // Out of the event loop, and kept out: nobody reads meanwhile.
+            let reading = c.inbox.reading_out();
+            assert!(pipe_taken_out(&c));
+            // All 3 000 lines (24 000 bytes) fit in the pipe at once.
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+            assert_eq!(c.stats().junk_lines, 0, "nothing read yet");
+            let mut handed = 0;
+            let none = c.inbox.read_now(true, |line, shape| {
+                handed += 1;
+                handle_line(&c.shared, &c.out, line, shape, None)
+            });
+            assert!(none.is_none());
+            drop(reading);
+            assert_eq!(handed, 1024, "lines handed out at once");
+            assert!(!c.inbox.unwatched(), "the pipe is back in the event loop");
+            assert!(
+                eventually(|| c.stats().junk_lines == 3000).await,
+                "the reader task read the rest"
+            );
+            close(process, c).await;
+        });
+    }
+
     /// With the pipe out of the event loop, the server's end is seen.
     #[test]
     fn out_of_the_event_loop_the_servers_end_is_seen() {

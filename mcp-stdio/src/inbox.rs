@@ -71,6 +71,13 @@ use crate::stdout::Stdout;
 /// read.
 const IDLE: Duration = Duration::from_millis(1);
 
+/// The most lines one read at once ([`Inbox::read_now`]) hands out. It
+/// reads on the caller's thread, around the runtime's budget: a server
+/// that writes without end (on another CPU, faster than we read) would
+/// otherwise keep the caller there for good. The rest is the reader
+/// task's, which the runtime's budget bounds.
+const MOST_LINES_NOW: usize = 1024;
+
 /// What the line handler made of one line.
 #[derive(Debug)]
 pub(crate) enum Flow<T> {
@@ -205,7 +212,9 @@ impl Inbox {
     ///
     /// The reading stops at the reader's answer, unless it reads for
     /// others too (`all`): then it goes on until the pipe is empty, since
-    /// lines it leaves in the buffer wake nobody.
+    /// lines it leaves in the buffer wake nobody. Either way it stops after
+    /// [`MOST_LINES_NOW`] lines, and hands the rest to the reader task,
+    /// with the pipe back in the event loop.
     pub(crate) fn read_now<T>(
         &self,
         all: bool,
@@ -219,7 +228,17 @@ impl Inbox {
         let state = &mut *state;
         state.busy = true;
         let mut mine = None;
-        while !state.ended {
+        for handed in 0.. {
+            if state.ended {
+                break;
+            }
+            if handed == MOST_LINES_NOW {
+                state.watch(&self.unwatched);
+                if let Some(waker) = &state.reader_task {
+                    waker.wake_by_ref();
+                }
+                break;
+            }
             let file = &state.now;
             let Some(at) = state.lines.line_now(|buf| (&*file).read(buf)) else {
                 break;
