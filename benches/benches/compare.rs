@@ -200,6 +200,9 @@ fn main() {
     }
     if wanted("provider") {
         println!();
+        // Whatever `--root` says: the yardstick calls from its root future.
+        println!("callers of the rows below: the root future (block_on), as the yardstick's");
+        println!();
         header(Client::ProviderFloor);
         for window in [1, 8, 64] {
             provider_throughput(&rt, &fixture, args.rounds, window);

@@ -1688,9 +1688,8 @@ mod tests {
             // the outbox's queue, and the slow one joins it.
             in_flight(&c, 16, 8).await;
             c.batch_out.credit.store(MOST_CREDIT, Ordering::Relaxed);
+            let mut first = Box::pin(c.request("x", &p));
             let mut slow = Box::pin(c.request("slow", &p));
-            let fast = c.request("x", &p);
-            let mut first = Box::pin(fast);
             let waker = Waker::from(Arc::new(Nobody));
             let mut cx = Context::from_waker(&waker);
             // The first starts the queue and yields; the slow one joins.
