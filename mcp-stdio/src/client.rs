@@ -254,6 +254,10 @@ impl Connection {
             owes_flush: false,
             led: false,
         };
+        #[cfg(test)]
+        if others_in_flight {
+            self.read_now.crowded.fetch_add(1, Ordering::Relaxed);
+        }
         // Whether this lone request reads at once after its write.
         let hopeful = !others_in_flight && self.read_now.hopeful();
         // On a runtime with other threads, one caller's lone call in a row
@@ -525,6 +529,9 @@ struct ReadNow {
     /// Batches whose writer read its answer out of the event loop.
     #[cfg(test)]
     batches_out: AtomicU32,
+    /// Requests sent with others in flight.
+    #[cfg(test)]
+    crowded: AtomicU32,
 }
 
 /// What a read at once that finds the answer is worth, in reads that find
@@ -573,6 +580,8 @@ impl ReadNow {
             out_of_loop: AtomicU32::new(0),
             #[cfg(test)]
             batches_out: AtomicU32::new(0),
+            #[cfg(test)]
+            crowded: AtomicU32::new(0),
         }
     }
 
@@ -1630,12 +1639,21 @@ mod tests {
     fn on_a_multi_thread_runtime_the_request_that_writes_a_batch_reads_its_answers() {
         one_worker_runtime().block_on(async {
             let (process, c) = connected_on_one_cpu().await;
-            in_flight(&c, 800, 8).await;
-            let batches = c.read_now.batches_out.load(Ordering::Relaxed);
+            // On a busy machine the yield may give the CPU to another
+            // process, not the server, and the read miss: then one batch
+            // in 128 tries again.
+            let batches = || c.read_now.batches_out.load(Ordering::Relaxed);
+            for _ in 0..25 {
+                in_flight(&c, 800, 8).await;
+                if batches() > 0 {
+                    break;
+                }
+            }
+            let batches = batches();
             close(process, c).await;
             assert!(
                 batches > 0,
-                "no batch was read by its writer, of 100 or more"
+                "no batch was read by its writer, of 2 500 or more"
             );
         });
     }
@@ -1652,6 +1670,7 @@ mod tests {
             for _ in 0..300 {
                 c.request("x", &p).await.expect("answered");
             }
+            let before = c.read_now.crowded.load(Ordering::Relaxed);
             let left = AtomicUsize::new(800);
             let take = || {
                 left.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
@@ -1663,9 +1682,13 @@ mod tests {
                 }
             }))
             .await;
-            let batches = c.read_now.batches_out.load(Ordering::Relaxed);
+            // At most a run of 128 goes alone before the others join.
+            let crowded = c.read_now.crowded.load(Ordering::Relaxed) - before;
             close(process, c).await;
-            assert!(batches > 0, "the 800 calls went one at a time");
+            assert!(
+                crowded >= 400,
+                "{crowded} of 800 calls went with others in flight"
+            );
         });
     }
 
