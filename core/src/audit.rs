@@ -211,6 +211,9 @@ named! {
         ToolError = "tool_error",
         /// The provider answered the call with an error.
         Rejected = "rejected",
+        /// The provider answered with a result that cannot be read; it
+        /// stays available.
+        Unreadable = "unreadable",
         /// The provider failed during the call and is unavailable.
         Unavailable = "unavailable",
         /// The answer was dropped (the turn was cancelled) after the call

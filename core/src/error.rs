@@ -124,6 +124,22 @@ pub enum Error {
         /// The provider's message (untrusted text).
         message: String,
     },
+    /// The provider is healthy but answered this one call with a result
+    /// that cannot be read (not the shape its protocol gives a result, or
+    /// text no string can hold). Like [`Error::CallRejected`], it does not
+    /// make the provider unavailable.
+    #[error(
+        "provider `{provider}` answered the call to `{tool}` with a result that cannot be read: {reason}"
+    )]
+    CallUnreadable {
+        /// The provider's id.
+        provider: String,
+        /// The tool that was called.
+        tool: String,
+        /// What is wrong with the result, in the provider kind's words
+        /// (which may quote the provider's text).
+        reason: String,
+    },
     /// The provider was used after it was shut down.
     #[error("provider `{provider}` is shut down")]
     ShutDown {
@@ -162,7 +178,8 @@ impl Error {
             Error::RegistryRead { .. }
             | Error::RegistrySyntax { .. }
             | Error::RegistryShape { .. }
-            | Error::CallRejected { .. } => None,
+            | Error::CallRejected { .. }
+            | Error::CallUnreadable { .. } => None,
         }
     }
 }

@@ -244,6 +244,11 @@ pub fn provider_error(provider: &str, capability: &str, code: i64, framed: &str)
     format!("Provider `{provider}` answered `{capability}` with error {code}:\n{framed}")
 }
 
+/// A result the provider sent that cannot be read (`framed`: why).
+pub fn result_unreadable(capability: &str, framed: &str) -> String {
+    format!("The result of `{capability}` could not be read:\n{framed}")
+}
+
 /// A result that cannot be shown because it cannot be framed safely.
 pub fn unframable(capability: &str, why: impl std::fmt::Display) -> String {
     format!("The result of `{capability}` cannot be shown: {why}.")

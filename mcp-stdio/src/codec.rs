@@ -1,107 +1,20 @@
-//! Framing: one JSON-RPC 2.0 message per line, each line bounded in size.
-//!
-//! Its unit tests take it near 900 lines; the code is about 610.
+//! Framing: one JSON-RPC 2.0 message per line, each line bounded in size
+//! while it is read, each message read once, through serde.
 
-use std::fmt;
+use std::borrow::Cow;
 use std::io;
 use std::ops::Range;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
-use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
+use serde::de::IgnoredAny;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
-use serde_json::{Map, Value, json};
-use spear_capabilities::CallResult;
+use serde_json::{Value, json};
 use tokio::io::{AsyncRead, ReadBuf};
-
-use crate::{scan, wire};
 
 /// The longest line accepted from a server, newline included.
 pub const MAX_LINE: usize = 16 * 1024 * 1024;
-
-/// One line from the server, classified.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Incoming {
-    /// An answer to one of our requests.
-    Response {
-        /// The id as the server sent it.
-        id: Value,
-        /// The result, or the JSON-RPC error `(code, message)`.
-        outcome: Result<Body, (i64, String)>,
-    },
-    /// A request from the server to us.
-    Request {
-        /// Its id, echoed in our answer.
-        id: Value,
-        /// Its method.
-        method: String,
-    },
-    /// A notification from the server.
-    Notification,
-    /// A JSON array: a batch, which 2025-06-18 removed.
-    Batch,
-    /// Not JSON, or JSON that is not JSON-RPC 2.0 (servers log to stdout).
-    Junk,
-}
-
-/// A result, as the reader hands it to the request that waits for it.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Body {
-    /// As the server wrote it ([`Raw`]).
-    Text(Raw),
-    /// A `tools/call` result, read from the line as it was decoded: its
-    /// reader asked for that ([`decode_as`]), and it is the plain case that
-    /// [`wire::call_result`] reads.
-    Call(CallResult),
-}
-
-/// A result as the server wrote it: valid JSON, not yet parsed.
-///
-/// The reader only checks it is JSON and hands the text to the request that
-/// waits for it, which parses it straight into the type it needs: parsing
-/// it into a `Value` tree first, and then taking that tree apart, cost more
-/// than the rest of a call's work in the client. A `tools/call` result is
-/// read into its type on the way instead, where it is the plain case
-/// ([`Body::Call`]).
-#[derive(Debug, Clone)]
-pub(crate) struct Raw(Box<str>);
-
-impl Raw {
-    /// `json`, which the caller checked is one JSON value, without
-    /// whitespace around it.
-    pub(crate) fn checked(json: &str) -> Raw {
-        Raw(json.into())
-    }
-
-    /// The JSON text.
-    pub(crate) fn get(&self) -> &str {
-        &self.0
-    }
-
-    /// The result as a `Value` tree, for the answers read that way
-    /// (`initialize`, `tools/list`).
-    pub(crate) fn to_value(&self) -> Value {
-        // Valid JSON by construction, its depth within serde_json's limit;
-        // what a `Value` cannot hold (a lone surrogate escape, a number
-        // past f64's range) reads as `null`, which no reader takes.
-        serde_json::from_str(self.get()).unwrap_or(Value::Null)
-    }
-
-    #[cfg(test)]
-    pub(crate) fn of(json: &str) -> Raw {
-        Raw(RawValue::from_string(json.to_owned())
-            .expect("valid JSON")
-            .get()
-            .into())
-    }
-}
-
-impl PartialEq for Raw {
-    fn eq(&self, other: &Self) -> bool {
-        self.get() == other.get()
-    }
-}
 
 /// Reads one line of at most `limit` bytes without buffering more than that.
 ///
@@ -113,9 +26,7 @@ impl PartialEq for Raw {
 /// not a 64 KiB buffer it once needed.
 ///
 /// The buffer lives as long as the reader, so a line that arrives in pieces
-/// is never lost. [`LineReader::poll_line`] is the core: whoever holds the
-/// reader (the connection's reader task, or a caller reading for itself,
-/// `inbox.rs`) polls it without awaiting across the hold.
+/// is never lost, whatever drops the future that waits for it.
 #[derive(Debug)]
 pub(crate) struct LineReader<R> {
     inner: R,
@@ -159,16 +70,6 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             want: FIRST_READ,
             limit,
         }
-    }
-
-    /// What it reads from.
-    pub(crate) fn inner(&self) -> &R {
-        &self.inner
-    }
-
-    /// What it reads from, to change.
-    pub(crate) fn inner_mut(&mut self) -> &mut R {
-        &mut self.inner
     }
 
     /// The longest line accepted.
@@ -219,26 +120,6 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
                 return Poll::Ready(Ok(Some(from..self.end)));
             }
             self.filled(n, room);
-        }
-    }
-
-    /// The next line if it can be had without waiting: from the buffer, or
-    /// from what `read_now` (a read that never blocks) gives at once.
-    /// `None` for anything else (nothing there yet, end of file, an error,
-    /// a line past the bound), which [`LineReader::poll_line`] then reports.
-    pub(crate) fn line_now(
-        &mut self,
-        mut read_now: impl FnMut(&mut [u8]) -> io::Result<usize>,
-    ) -> Option<Range<usize>> {
-        loop {
-            if let Some(line) = self.buffered() {
-                return line.ok();
-            }
-            let room = self.room();
-            match read_now(&mut self.buf[self.end..self.end + room]) {
-                Ok(0) | Err(_) => return None,
-                Ok(n) => self.filled(n, room),
-            }
         }
     }
 
@@ -314,348 +195,143 @@ fn without_cr(line: &[u8]) -> &[u8] {
     line.strip_suffix(b"\r").unwrap_or(line)
 }
 
-/// The members of a JSON-RPC message this client reads; others are skipped
-/// unparsed. Reading into this, rather than into a `Value` of the whole
-/// message and then taking members out of it, saves building and dropping
-/// the message's top-level map on every answer.
-#[derive(Default)]
+/// One line from the server, classified.
+#[derive(Debug, Clone)]
+pub(crate) enum Incoming {
+    /// An answer, to one of our requests or not.
+    Response {
+        /// The id, when it is one of ours could be (an integer of `u64`).
+        id: Option<u64>,
+        /// What the answer says.
+        outcome: Outcome,
+    },
+    /// A request from the server to us.
+    Request {
+        /// Its id, echoed in our answer.
+        id: Box<RawValue>,
+        /// Its method.
+        method: String,
+    },
+    /// A notification from the server.
+    Notification,
+    /// A JSON array: a batch, which 2025-06-18 removed.
+    Batch,
+    /// Not JSON, or JSON that is no JSON-RPC message (servers log to stdout).
+    Junk,
+}
+
+/// What an answer says.
+#[derive(Debug, Clone)]
+pub(crate) enum Outcome {
+    /// Its result, as the server wrote it, for its caller to read.
+    Result(Box<RawValue>),
+    /// A JSON-RPC error: code and message.
+    Error(i64, String),
+    /// An answer that breaks JSON-RPC 2.0, and how.
+    Malformed(&'static str),
+}
+
+/// The members of a message this client reads; any other is skipped. A
+/// member given twice makes the line no message.
+#[derive(Deserialize)]
 struct Envelope<'a> {
-    /// Whether `jsonrpc` is `"2.0"`; `None` when absent or `null`.
-    jsonrpc: Option<bool>,
-    /// A member that is present is `Some`, even when it is `null`.
-    id: Option<Value>,
-    method: Option<Value>,
-    result: Option<Member<'a>>,
-    error: Option<Value>,
+    #[serde(borrow)]
+    jsonrpc: Option<Cow<'a, str>>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    method: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    result: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    error: Option<&'a RawValue>,
 }
 
-/// The `result` member: as JSON text, or read as a `tools/call` result.
-enum Member<'a> {
-    Text(&'a RawValue),
-    Call(CallResult),
-}
-
-/// Reads an [`Envelope`] from a JSON object (not an array, which a derived
-/// struct would also take); a member given twice is an error, as derived.
-/// With `is_call`, a `result` after an `id` that `is_call` names is read
-/// as a `tools/call` result, and anything but the plain case is an error.
-struct EnvelopeSeed<'c> {
-    is_call: Option<&'c mut dyn FnMut(&Value) -> bool>,
-    /// A result was read as a `tools/call` result.
-    read_call: bool,
-}
-
-impl<'de> DeserializeSeed<'de> for &mut EnvelopeSeed<'_> {
-    type Value = Envelope<'de>;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Envelope<'de>, D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for &mut EnvelopeSeed<'_> {
-    type Value = Envelope<'de>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a JSON-RPC message")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Envelope<'de>, A::Error> {
-        let mut e = Envelope::default();
-        let mut seen_jsonrpc = false;
-        while let Some(field) = map.next_key::<Field>()? {
-            let twice = match field {
-                Field::Jsonrpc => std::mem::replace(&mut seen_jsonrpc, true),
-                Field::Id => e.id.is_some(),
-                Field::Method => e.method.is_some(),
-                Field::Result => e.result.is_some(),
-                Field::Error => e.error.is_some(),
-                Field::Other => false,
-            };
-            if twice {
-                return Err(de::Error::custom("a member given twice"));
-            }
-            match field {
-                Field::Jsonrpc => {
-                    e.jsonrpc = map.next_value::<Option<Version>>()?.map(|v| v.0);
-                }
-                Field::Id => e.id = Some(map.next_value()?),
-                Field::Method => e.method = Some(map.next_value()?),
-                Field::Error => e.error = Some(map.next_value()?),
-                Field::Result => {
-                    let call = match (&mut self.is_call, &e.id) {
-                        (Some(is_call), Some(id)) => is_call(id),
-                        _ => false,
-                    };
-                    e.result = Some(if call {
-                        self.read_call = true;
-                        Member::Call(map.next_value_seed(wire::CallSeed)?)
-                    } else {
-                        Member::Text(map.next_value()?)
-                    });
-                }
-                Field::Other => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-        }
-        Ok(e)
-    }
-}
-
-/// The members of a JSON-RPC message that [`Envelope`] reads.
-enum Field {
-    Jsonrpc,
-    Id,
-    Method,
-    Result,
-    Error,
-    Other,
-}
-
-impl<'de> Deserialize<'de> for Field {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct FieldVisitor;
-        impl Visitor<'_> for FieldVisitor {
-            type Value = Field;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a member name")
-            }
-            fn visit_str<E: de::Error>(self, key: &str) -> Result<Field, E> {
-                Ok(match key {
-                    "jsonrpc" => Field::Jsonrpc,
-                    "id" => Field::Id,
-                    "method" => Field::Method,
-                    "result" => Field::Result,
-                    "error" => Field::Error,
-                    _ => Field::Other,
-                })
-            }
-        }
-        d.deserialize_identifier(FieldVisitor)
-    }
-}
-
-/// Whether `jsonrpc` is the string `"2.0"`, read without keeping (or, for a
-/// string with escapes, copying) the string.
-struct Version(bool);
-
-impl<'de> Deserialize<'de> for Version {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Is20;
-        impl Visitor<'_> for Is20 {
-            type Value = Version;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Version, E> {
-                Ok(Version(v == "2.0"))
-            }
-        }
-        d.deserialize_str(Is20)
-    }
+/// A member that is there, `null` included (an absent one is `None`).
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
 }
 
 /// Classifies one line.
 pub(crate) fn decode(line: &[u8]) -> Incoming {
-    decode_as(line, None, None)
-}
-
-/// Classifies one line; with `is_call`, the result of an answer whose id
-/// `is_call` names (and which comes after its id, as most servers write
-/// it) is read as a `tools/call` result on the way: one pass over the line
-/// where the reader would check the result and the caller then read it
-/// again. A result that is not the plain case is read as text after all
-/// (the line is decoded again), so the two ways never disagree.
-///
-/// The plainest answers are read by hand (`scan.rs`), those laid out as
-/// the last one kept in `shape` by comparing with it ([`scan::Shape`]); any
-/// other line, and any the hand reader is not sure of, through serde_json.
-pub(crate) fn decode_as(
-    line: &[u8],
-    mut is_call: Option<&mut dyn FnMut(&Value) -> bool>,
-    shape: Option<&mut scan::Shape>,
-) -> Incoming {
-    // JSON text is UTF-8 (RFC 8259): checked once here, so that the parse
-    // below checks no string again, nor the result it keeps as text.
+    // JSON text is UTF-8 (RFC 8259).
     let Ok(line) = std::str::from_utf8(line) else {
         return Incoming::Junk;
     };
-    if let Some(answer) = scan::answer(line, &mut is_call, shape) {
-        return answer;
-    }
-    decode_json(line, is_call)
-}
-
-/// [`decode_as`] for a line that is UTF-8, read through serde_json alone:
-/// the way that has the last word where `scan.rs` has none.
-pub(crate) fn decode_json(line: &str, is_call: Option<&mut dyn FnMut(&Value) -> bool>) -> Incoming {
     if line.trim_ascii_start().starts_with('[') {
         return match serde_json::from_str::<IgnoredAny>(line) {
             Ok(_) => Incoming::Batch,
             Err(_) => Incoming::Junk,
         };
     }
-    let mut seed = EnvelopeSeed {
-        is_call,
-        read_call: false,
-    };
-    let message = envelope(line, &mut seed).or_else(|| {
-        // Not the plain case, or no message at all: the plain reading says.
-        let plain = &mut EnvelopeSeed {
-            is_call: None,
-            read_call: false,
-        };
-        seed.read_call.then(|| envelope(line, plain)).flatten()
-    });
-    let Some(message) = message else {
+    let Ok(message) = serde_json::from_str::<Envelope<'_>>(line) else {
         return Incoming::Junk;
     };
-    if message.jsonrpc != Some(true) {
-        return Incoming::Junk;
-    }
-    let id = message.id.filter(|id| id.is_string() || id.is_number());
-    if let Some(Value::String(method)) = message.method {
-        return match id {
-            Some(id) => Incoming::Request { id, method },
+    let version = message.jsonrpc.as_deref() == Some("2.0");
+    if let Some(method) = message
+        .method
+        .and_then(|m| serde_json::from_str::<String>(m.get()).ok())
+    {
+        if !version {
+            return Incoming::Junk;
+        }
+        return match message.id.filter(|id| is_string_or_number(id)) {
+            Some(id) => Incoming::Request {
+                id: id.to_owned(),
+                method,
+            },
             None => Incoming::Notification,
         };
     }
-    let id = id.unwrap_or(Value::Null);
-    match (message.result, message.error) {
-        (Some(result), None) => Incoming::Response {
-            id,
-            outcome: Ok(match result {
-                Member::Text(text) => Body::Text(Raw::checked(text.get())),
-                Member::Call(result) => Body::Call(result),
-            }),
-        },
-        (None, Some(Value::Object(err))) => match err.get("code").and_then(Value::as_i64) {
-            Some(code) => Incoming::Response {
-                id,
-                outcome: Err((
-                    code,
-                    err.get("message")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_owned(),
-                )),
-            },
-            None => Incoming::Junk,
-        },
-        _ => Incoming::Junk,
-    }
+    let id = message
+        .id
+        .and_then(|id| serde_json::from_str::<u64>(id.get()).ok());
+    let outcome = match (message.result, message.error) {
+        _ if !version => Outcome::Malformed("it is not JSON-RPC 2.0"),
+        (Some(result), None) => Outcome::Result(result.to_owned()),
+        (None, Some(error)) => error_object(error),
+        (Some(_), Some(_)) => Outcome::Malformed("it holds both a result and an error"),
+        (None, None) => Outcome::Malformed("it holds neither a result nor an error"),
+    };
+    Incoming::Response { id, outcome }
 }
 
-/// The whole of `line` read as an [`Envelope`], or `None`.
-fn envelope<'a>(line: &'a str, seed: &mut EnvelopeSeed<'_>) -> Option<Envelope<'a>> {
-    let mut d = serde_json::Deserializer::from_str(line);
-    let message = seed.deserialize(&mut d).ok()?;
-    d.end().ok()?;
-    Some(message)
+fn is_string_or_number(id: &RawValue) -> bool {
+    matches!(id.get().as_bytes()[0], b'"' | b'-' | b'0'..=b'9')
 }
 
-/// Appends a request line to `out`. Every line we write is one non-empty
-/// JSON object and its newline: some SDKs end the session on a blank line.
-///
-/// Written straight from `params`, without building a `Value` around it
-/// first: on the path of every call, that tree and its drop cost more than
-/// the rest of the line.
-pub(crate) fn write_request<P: Serialize + ?Sized>(
-    out: &mut Vec<u8>,
-    id: u64,
-    method: &str,
-    params: &P,
-) {
-    write_line(out, id, method, |out| {
-        serde_json::to_writer(out, params).is_ok()
-    });
-}
-
-/// Appends a `tools/call` request line to `out`: as [`write_request`]
-/// would with `{"name": tool, "arguments": arguments}`, everything but the
-/// id, the tool and the arguments written as it is rather than each string
-/// checked for escapes on the way (about 150 instructions of a call's 800).
-pub(crate) fn write_call(out: &mut Vec<u8>, id: u64, tool: &str, arguments: &Map<String, Value>) {
-    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-    out.extend_from_slice(itoa::Buffer::new().format(id).as_bytes());
-    out.extend_from_slice(b",\"method\":\"tools/call\",\"params\":{\"name\":");
-    write_str(out, tool);
-    out.extend_from_slice(b",\"arguments\":");
-    write_object(out, arguments);
-    out.extend_from_slice(b"}}\n");
-}
-
-/// Appends `value` as serde_json writes it (compact), each string through
-/// [`write_str`]: about 90 instructions a call fewer than serde_json's
-/// serializer took for the yardstick's arguments (callgrind).
-fn write_value(out: &mut Vec<u8>, value: &Value) {
-    match value {
-        Value::Null => out.extend_from_slice(b"null"),
-        Value::Bool(true) => out.extend_from_slice(b"true"),
-        Value::Bool(false) => out.extend_from_slice(b"false"),
-        // Writing a number cannot fail.
-        Value::Number(n) => drop(serde_json::to_writer(&mut *out, n)),
-        Value::String(s) => write_str(out, s),
-        Value::Array(items) => {
-            out.push(b'[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_value(out, item);
-            }
-            out.push(b']');
+/// A JSON-RPC error object: an integer code, a message (empty if none).
+fn error_object(error: &RawValue) -> Outcome {
+    let error: Value = serde_json::from_str(error.get()).unwrap_or(Value::Null);
+    match error.get("code").and_then(Value::as_i64) {
+        Some(code) => {
+            let message = error.get("message").and_then(Value::as_str).unwrap_or("");
+            Outcome::Error(code, message.to_owned())
         }
-        Value::Object(members) => write_object(out, members),
+        None => Outcome::Malformed("its error has no integer code"),
     }
 }
 
-/// [`write_value`] for an object.
-fn write_object(out: &mut Vec<u8>, members: &Map<String, Value>) {
-    out.push(b'{');
-    for (i, (key, value)) in members.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        write_str(out, key);
-        out.push(b':');
-        write_value(out, value);
+/// A request line: one JSON object and its newline, as every line we write
+/// is (some SDKs end the session on a blank line). `None` when `params`
+/// cannot be written as JSON, so that no half line is ever sent.
+pub(crate) fn request<P: Serialize + ?Sized>(id: u64, method: &str, params: &P) -> Option<Vec<u8>> {
+    #[derive(Serialize)]
+    struct Request<'a, P: ?Sized> {
+        jsonrpc: &'static str,
+        id: u64,
+        method: &'a str,
+        params: &'a P,
     }
-    out.push(b'}');
-}
-
-/// The line of request `id` around the params that `params` appends (false
-/// when it could not).
-fn write_line(out: &mut Vec<u8>, id: u64, method: &str, params: impl FnOnce(&mut Vec<u8>) -> bool) {
-    let from = out.len();
-    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-    out.extend_from_slice(itoa::Buffer::new().format(id).as_bytes());
-    out.extend_from_slice(b",\"method\":");
-    write_str(out, method);
-    out.extend_from_slice(b",\"params\":");
-    if !params(out) {
-        // Params made of maps with string keys cannot fail; a half line
-        // must never reach the server, so none is written.
-        out.truncate(from);
-        return;
-    }
-    out.extend_from_slice(b"}\n");
-}
-
-/// Appends `s` as a JSON string: as it is when nothing in it needs an
-/// escape (a quote, a backslash or a control character, newlines
-/// included), else as serde_json escapes it.
-fn write_str(out: &mut Vec<u8>, s: &str) {
-    if crate::scan::is_plain(s.as_bytes()) {
-        out.reserve(s.len() + 2);
-        out.push(b'"');
-        out.extend_from_slice(s.as_bytes());
-        out.push(b'"');
-    } else {
-        // Serialising a string cannot fail.
-        let _ = serde_json::to_writer(&mut *out, s);
-    }
+    let mut line = serde_json::to_vec(&Request {
+        jsonrpc: "2.0",
+        id,
+        method,
+        params,
+    })
+    .ok()?;
+    line.push(b'\n');
+    Some(line)
 }
 
 /// A notification line.
@@ -667,7 +343,7 @@ pub(crate) fn notification(method: &str, params: Option<Value>) -> Vec<u8> {
 }
 
 /// The answer to a server request: a result, or a JSON-RPC error.
-pub(crate) fn response(id: Value, outcome: Result<Value, (i64, &str)>) -> Vec<u8> {
+pub(crate) fn response(id: &RawValue, outcome: Result<Value, (i64, &str)>) -> Vec<u8> {
     match outcome {
         Ok(result) => line(&json!({"jsonrpc": "2.0", "id": id, "result": result})),
         Err((code, message)) => line(&json!({
@@ -752,29 +428,47 @@ mod tests {
         assert_eq!(idle.buf.len(), FIRST_READ);
     }
 
+    fn raw(json: &str) -> Box<RawValue> {
+        RawValue::from_string(json.to_owned()).expect("valid JSON")
+    }
+
+    /// What a classification says, to compare (raw JSON compares as text).
+    fn same(incoming: &Incoming) -> String {
+        format!("{incoming:?}")
+    }
+
+    fn answer(id: u64, outcome: Outcome) -> Incoming {
+        Incoming::Response {
+            id: Some(id),
+            outcome,
+        }
+    }
+
     #[test]
     fn messages_are_classified() {
+        use Outcome::{Error, Malformed, Result};
         let cases: Vec<(&str, Incoming)> = vec![
             (
                 r#"{"jsonrpc":"2.0","id":1,"result":{"a":1},"extra":true}"#,
-                Incoming::Response {
-                    id: json!(1),
-                    outcome: Ok(Body::Text(Raw::of(r#"{"a":1}"#))),
-                },
+                answer(1, Result(raw(r#"{"a":1}"#))),
             ),
             (
                 r#"{"jsonrpc":"2.0","id":"x","error":{"code":-32601,"message":"nope"}}"#,
                 Incoming::Response {
-                    id: json!("x"),
-                    outcome: Err((-32601, "nope".into())),
+                    id: None,
+                    outcome: Error(-32601, "nope".into()),
                 },
             ),
             (
                 r#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#,
                 Incoming::Request {
-                    id: json!(7),
+                    id: raw("7"),
                     method: "ping".into(),
                 },
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":{},"method":"ping"}"#,
+                Incoming::Notification,
             ),
             (
                 r#"{"jsonrpc":"2.0","method":"notifications/message","params":{}}"#,
@@ -782,220 +476,112 @@ mod tests {
             ),
             (r#"[{"jsonrpc":"2.0","id":1,"result":{}}]"#, Incoming::Batch),
             ("starting server on stdio...", Incoming::Junk),
-            (r#"{"level":"info","msg":"hello"}"#, Incoming::Junk),
-            (r#"{"jsonrpc":"1.0","id":1,"result":{}}"#, Incoming::Junk),
-            (r#"{"jsonrpc":"2.0","id":1}"#, Incoming::Junk),
+            (
+                r#"{"level":"info","msg":"hello"}"#,
+                Incoming::Response {
+                    id: None,
+                    outcome: Malformed("it is not JSON-RPC 2.0"),
+                },
+            ),
+            (
+                r#"{"jsonrpc":"1.0","id":1,"result":{}}"#,
+                answer(1, Malformed("it is not JSON-RPC 2.0")),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1}"#,
+                answer(1, Malformed("it holds neither a result nor an error")),
+            ),
             (r#""just a string""#, Incoming::Junk),
             (r#"["2.0", 1, "ping"]"#, Incoming::Batch),
             (r#"  [1, 2"#, Incoming::Junk),
             (
                 r#"{"jsonrpc":"2.0","id":2,"result":null}"#,
-                Incoming::Response {
-                    id: json!(2),
-                    outcome: Ok(Body::Text(Raw::of("null"))),
-                },
+                answer(2, Result(raw("null"))),
             ),
             (
                 r#"{"method":5,"jsonrpc":"2.0","id":3,"result":[]}"#,
-                Incoming::Response {
-                    id: json!(3),
-                    outcome: Ok(Body::Text(Raw::of("[]"))),
-                },
+                answer(3, Result(raw("[]"))),
             ),
             (r#"{"jsonrpc":2.0,"id":1,"result":{}}"#, Incoming::Junk),
             (
                 r#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1}}"#,
+                answer(1, Malformed("it holds both a result and an error")),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"error":{"code":1.5}}"#,
+                answer(1, Malformed("its error has no integer code")),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"id":2,"result":{}}"#,
                 Incoming::Junk,
             ),
             ("", Incoming::Junk),
             (
                 r#"{"jsonrpc":"2\u002e0","id":4,"result":{}}"#,
+                answer(4, Result(raw("{}"))),
+            ),
+            (
+                r#"{"jsonrpc":null,"id":1,"result":{}}"#,
+                answer(1, Malformed("it is not JSON-RPC 2.0")),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":-1,"result":{}}"#,
                 Incoming::Response {
-                    id: json!(4),
-                    outcome: Ok(Body::Text(Raw::of("{}"))),
+                    id: None,
+                    outcome: Result(raw("{}")),
                 },
             ),
-            (r#"{"jsonrpc":null,"id":1,"result":{}}"#, Incoming::Junk),
         ];
         for (line, want) in cases {
-            assert_eq!(decode(line.as_bytes()), want, "{line}");
+            assert_eq!(same(&decode(line.as_bytes())), same(&want), "{line}");
         }
         // JSON text is UTF-8: a line that is not is no message, wherever
         // the stray byte is.
         let stray = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{},\"x\":\"\xff\"}";
-        assert_eq!(decode(stray), Incoming::Junk);
+        assert_eq!(same(&decode(stray)), same(&Incoming::Junk));
     }
 
-    /// A `tools/call` result that follows its id is read as one on the way;
-    /// anything else as text, as without `is_call`.
+    /// A result that serde_json's `Value` cannot hold (a lone surrogate, a
+    /// depth past its limit) is still an answer: its caller learns it
+    /// cannot read it, and nothing else does.
     #[test]
-    fn an_answer_to_a_call_is_read_as_one_where_it_can_be() {
-        let mut asked = Vec::new();
-        let mut decode_call = |line: &str| {
-            let mut is_call = |id: &Value| {
-                asked.push(id.clone());
-                true
-            };
-            decode_as(line.as_bytes(), Some(&mut is_call), None)
-        };
-        let plain =
-            r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"hi"}]}}"#;
-        assert_eq!(
-            decode_call(plain),
-            Incoming::Response {
-                id: json!(7),
-                outcome: Ok(Body::Call(CallResult::text("hi"))),
-            }
-        );
-        // The result before the id (the TypeScript SDK's order), and one
-        // that is not the plain case: as text, to be mapped by the caller.
-        for (line, result) in [
-            (
-                r#"{"result":{"content":[]},"jsonrpc":"2.0","id":8}"#,
-                r#"{"content":[]}"#,
-            ),
-            (
-                r#"{"jsonrpc":"2.0","id":9,"result":{"content":[{"type":"text","text":5}]}}"#,
-                r#"{"content":[{"type":"text","text":5}]}"#,
-            ),
-            (r#"{"jsonrpc":"2.0","id":10,"result":null}"#, "null"),
+    fn a_result_is_kept_as_written_however_it_reads() {
+        let deep = format!("{}{}", "[".repeat(400), "]".repeat(400));
+        for result in [
+            r#"{"content":[{"type":"text","text":"\ud800"}]}"#,
+            deep.as_str(),
         ] {
-            let want = decode(line.as_bytes());
-            assert_eq!(decode_call(line), want, "{line}");
-            let Incoming::Response { outcome, .. } = want else {
-                panic!("{line}: not an answer");
-            };
-            assert_eq!(outcome, Ok(Body::Text(Raw::of(result))), "{line}");
-        }
-        // What is no answer stays what it is.
-        for line in [
-            r#"{"jsonrpc":"2.0","id":1,"id":2,"result":{"content":[]}}"#,
-            r#"{"jsonrpc":"1.0","id":1,"result":{"content":[]}}"#,
-            r#"{"jsonrpc":"2.0","id":1,"method":"ping","result":{"content":[]}}"#,
-            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}} trailing"#,
-        ] {
-            assert_eq!(decode_call(line), decode(line.as_bytes()), "{line}");
-        }
-        // Asked once by the hand reader and once more by serde_json where
-        // the first leaves the line to it.
-        asked.dedup();
-        assert_eq!(asked[..4], [json!(7), json!(9), json!(10), json!(1)]);
-    }
-
-    /// A request line written into an outbox queue that holds a line already.
-    fn request<P: Serialize + ?Sized>(id: u64, method: &str, params: &P) -> Vec<u8> {
-        let mut queue = b"before\n".to_vec();
-        write_request(&mut queue, id, method, params);
-        assert_eq!(&queue[..7], b"before\n", "what was queued stays");
-        queue.split_off(7)
-    }
-
-    #[test]
-    fn strings_are_written_as_serde_json_writes_them() {
-        let cases = [
-            "",
-            "echo",
-            "tools/call",
-            "a \"quoted\" word",
-            "back\\slash",
-            "line\nbreak",
-            "tab\t",
-            "\u{1}\u{1f}",
-            "\u{7f}",
-            "é 😀 \u{2028}",
-        ];
-        for s in cases {
-            let mut out = b"x".to_vec();
-            write_str(&mut out, s);
-            assert_eq!(out[1..], serde_json::to_vec(s).expect("a string"), "{s:?}");
-        }
-    }
-
-    #[test]
-    fn a_call_line_is_the_json_rpc_object_of_its_parts() {
-        let args = json!({"text": "a \"quoted\"\nline", "n": [1, null, {"k": true}]});
-        let Value::Object(arguments) = args.clone() else {
-            panic!("an object");
-        };
-        for (tool, id) in [
-            ("echo", 42),
-            ("we\"ird\ntool", 0),
-            ("t", 9),
-            ("t", 10),
-            ("t", u64::MAX),
-        ] {
-            let mut queue = b"before\n".to_vec();
-            write_call(&mut queue, id, tool, &arguments);
-            let line = queue.split_off(7);
-            assert_eq!(queue, b"before\n", "what was queued stays");
-            assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1);
-            assert!(line.ends_with(b"}\n"));
-            let v: Value = serde_json::from_slice(&line).expect("json");
-            let params = json!({"name": tool, "arguments": args});
+            let line = format!(r#"{{"jsonrpc":"2.0","id":9,"result":{result}}}"#);
             assert_eq!(
-                v,
-                json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+                same(&decode(line.as_bytes())),
+                same(&answer(9, Outcome::Result(raw(result))))
             );
         }
-    }
-
-    #[test]
-    fn arguments_are_written_as_serde_json_writes_them() {
-        let cases = [
-            json!({}),
-            json!({"text": "hello, fixture"}),
-            json!({"a \"key\"\n": "\u{1}\u{1f}\u{7f}é 😀", "long": "x".repeat(40)}),
-            json!({"n": [0, -1, i64::MIN, u64::MAX, 1.5, -0.0, 1e300, 5e-324]}),
-            json!({"nested": {"a": [[], {}, [null, true, false]], "b": {"c": {"d": "\\"}}}}),
-            json!({"": "", "z": 1, "a": 2}),
-        ];
-        for case in cases {
-            let Value::Object(arguments) = case else {
-                panic!("an object");
-            };
-            let mut out = b"x".to_vec();
-            write_object(&mut out, &arguments);
-            let want = serde_json::to_vec(&arguments).expect("json");
-            assert_eq!(
-                String::from_utf8_lossy(&out[1..]),
-                String::from_utf8_lossy(&want)
-            );
-        }
-    }
-
-    #[test]
-    fn a_request_whose_params_cannot_be_written_writes_nothing() {
-        let params = std::collections::BTreeMap::from([((1, 2), 3)]);
-        assert_eq!(request(1, "x", &params), b"");
-    }
-
-    #[test]
-    fn a_request_line_is_the_json_rpc_object_of_its_parts() {
-        let params = json!({"name": "echo", "arguments": {"text": "a \"quoted\"\nline"}});
-        let l = request(u64::MAX, "tools/\"call", &params);
-        let v: Value = serde_json::from_slice(&l).expect("json");
-        assert_eq!(
-            v,
-            json!({"jsonrpc": "2.0", "id": u64::MAX, "method": "tools/\"call", "params": params})
-        );
-        assert_eq!(l.iter().filter(|&&b| b == b'\n').count(), 1);
     }
 
     #[test]
     fn written_lines_are_one_object_and_a_newline() {
-        let l = request(3, "tools/call", &json!({"name": "a\nb"}));
-        assert_eq!(l.iter().filter(|&&b| b == b'\n').count(), 1);
-        assert!(l.ends_with(b"}\n"));
-        let v: Value = serde_json::from_slice(&l).expect("json");
-        assert_eq!(v["id"], 3);
-        let n = notification("notifications/initialized", None);
+        let params = json!({"name": "echo", "arguments": {"text": "a\nb"}});
+        let lines = [
+            request(3, "tools/call", &params).expect("written"),
+            notification("notifications/initialized", None),
+            response(&raw("\"x\""), Ok(json!({}))),
+            response(&raw("7"), Err((-32601, "method not found"))),
+        ];
+        for line in &lines {
+            let (body, rest) = line.split_at(line.len() - 1);
+            assert_eq!(rest, b"\n");
+            assert!(!body.contains(&b'\n'));
+            let v: Value = serde_json::from_slice(body).expect("JSON");
+            assert_eq!(v["jsonrpc"], "2.0");
+        }
+        let sent: Value = serde_json::from_slice(&lines[0]).expect("JSON");
         assert_eq!(
-            n,
-            b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n"
+            sent,
+            json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": params})
         );
-        let e = response(json!("s1"), Err((-32601, "method not found")));
-        let v: Value = serde_json::from_slice(&e).expect("json");
-        assert_eq!(v["id"], "s1");
-        assert_eq!(v["error"]["code"], -32601);
+        let answered: Value = serde_json::from_slice(&lines[3]).expect("JSON");
+        assert_eq!(answered["id"], 7);
+        assert_eq!(answered["error"]["code"], -32601);
     }
 }

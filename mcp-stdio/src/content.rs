@@ -1,101 +1,157 @@
-//! A `tools/call` result, mapped onto the core's transport-neutral type.
+//! A `tools/call` result, read from the text the server wrote straight into
+//! the core's transport-neutral type.
 
-use serde_json::{Map, Value};
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{MapAccess, Visitor};
+use serde::{Deserialize, Deserializer};
+use serde_json::Value;
+use serde_json::value::RawValue;
 use spear_capabilities::{CallResult, Content, ResourceBody};
 
-use crate::codec::Raw;
-use crate::{scan, wire};
+/// A `CallToolResult` as MCP 2025-06-18 lays it out; unknown members are
+/// skipped.
+#[derive(Deserialize)]
+struct ToolResult {
+    #[serde(default)]
+    content: Option<Vec<Object<Block>>>,
+    #[serde(default, rename = "structuredContent")]
+    structured: Option<Value>,
+    #[serde(default, rename = "isError")]
+    is_error: Option<bool>,
+}
 
-/// Maps a `CallToolResult` as the server wrote it: straight from the text
-/// when it is well formed (by hand, [`scan`], where it is the plainest
-/// case; else [`wire`]), else through [`call_result`], which
-/// words what is wrong.
-///
-/// # Errors
-/// As [`call_result`].
-pub(crate) fn call_result_raw(raw: &Raw) -> Result<CallResult, String> {
-    let text = raw.get();
-    match scan::call_result(text).or_else(|| wire::call_result(text)) {
-        Some(result) => Ok(result),
-        None => call_result(raw.to_value()),
+/// One content block, every member of every type, each optional: which
+/// are required depends on `type` ([`Block::map`]).
+#[derive(Deserialize)]
+struct Block {
+    #[serde(default, rename = "type", deserialize_with = "loose")]
+    kind: Option<String>,
+    #[serde(default, deserialize_with = "loose")]
+    text: Option<String>,
+    #[serde(default, deserialize_with = "loose")]
+    data: Option<String>,
+    #[serde(default, rename = "mimeType", deserialize_with = "loose")]
+    mime_type: Option<String>,
+    #[serde(default, deserialize_with = "loose")]
+    uri: Option<String>,
+    #[serde(default, deserialize_with = "loose")]
+    name: Option<String>,
+    #[serde(default, deserialize_with = "loose")]
+    title: Option<String>,
+    #[serde(default, deserialize_with = "loose")]
+    description: Option<String>,
+    #[serde(default)]
+    size: Option<Value>,
+    #[serde(default)]
+    resource: Option<Value>,
+}
+
+/// A `T` read from a JSON object only: a derived struct would also take an
+/// array, member by member.
+struct Object<T>(T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Members<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for Members<T> {
+            type Value = Object<T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Object<T>, A::Error> {
+                T::deserialize(MapAccessDeserializer::new(map)).map(Object)
+            }
+        }
+        d.deserialize_map(Members(std::marker::PhantomData))
     }
 }
 
-/// Maps a `CallToolResult`. Unknown fields are ignored; a block of a type
-/// MCP 2025-06-18 does not define becomes a short note, so that a newer
-/// server's result still arrives and the turn can see something is missing.
+/// A string member; a member of another type counts as absent.
+fn loose<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    Ok(match Value::deserialize(d)? {
+        Value::String(s) => Some(s),
+        _ => None,
+    })
+}
+
+/// Reads a `CallToolResult` and maps it. Unknown members are ignored; a
+/// block of a type MCP 2025-06-18 does not define becomes a short note, so
+/// that a newer server's result still arrives and the turn can see
+/// something is missing.
 ///
 /// # Errors
-/// What is malformed, as a lower-case phrase (a protocol fault).
-pub(crate) fn call_result(result: Value) -> Result<CallResult, String> {
-    let Value::Object(mut result) = result else {
+/// Why the result cannot be read, as a lower-case phrase: the call fails,
+/// the connection does not.
+pub(crate) fn call_result(raw: &RawValue) -> Result<CallResult, String> {
+    // A derived struct would also take an array, member by member.
+    if !raw.get().starts_with('{') {
         return Err("the tools/call result is not a JSON object".into());
-    };
-    let blocks = match result.remove("content") {
-        Some(Value::Array(blocks)) => blocks,
-        None | Some(Value::Null) => Vec::new(),
-        Some(_) => return Err("the tools/call result's content is not an array".into()),
-    };
-    let content = blocks
+    }
+    let result: ToolResult = serde_json::from_str(raw.get())
+        .map_err(|e| format!("the tools/call result cannot be read: {e}"))?;
+    let content = result
+        .content
+        .unwrap_or_default()
         .into_iter()
         .enumerate()
-        .map(|(i, b)| block(b).map_err(|e| format!("content block {i}: {e}")))
+        .map(|(i, b)| b.0.map().map_err(|e| format!("content block {i}: {e}")))
         .collect::<Result<Vec<_>, _>>()?;
     let mut mapped = CallResult::new(content);
-    if let Some(structured) = result.remove("structuredContent").filter(|v| !v.is_null()) {
+    if let Some(structured) = result.structured.filter(|v| !v.is_null()) {
         mapped = mapped.with_structured(structured);
     }
-    match result.remove("isError") {
-        None | Some(Value::Null) => {}
-        Some(Value::Bool(is_error)) => mapped = mapped.with_error(is_error),
-        Some(_) => return Err("the tools/call result's isError is not a boolean".into()),
+    if let Some(is_error) = result.is_error {
+        mapped = mapped.with_error(is_error);
     }
     Ok(mapped)
 }
 
-fn block(block: Value) -> Result<Content, String> {
-    let Value::Object(mut b) = block else {
-        return Err("not a JSON object".into());
-    };
-    let kind = match b.remove("type") {
-        Some(Value::String(kind)) => kind,
-        _ => return Err("no type".into()),
-    };
-    Ok(match kind.as_str() {
-        "text" => Content::text(string(&mut b, "text")?),
-        "image" => Content::Image {
-            mime_type: string(&mut b, "mimeType")?,
-            data: string(&mut b, "data")?,
-        },
-        "audio" => Content::Audio {
-            mime_type: string(&mut b, "mimeType")?,
-            data: string(&mut b, "data")?,
-        },
-        "resource_link" => Content::ResourceLink {
-            uri: string(&mut b, "uri")?,
-            name: string(&mut b, "name")?,
-            title: optional(&mut b, "title"),
-            description: optional(&mut b, "description"),
-            mime_type: optional(&mut b, "mimeType"),
-            size: b.get("size").and_then(Value::as_u64),
-        },
-        "resource" => {
-            let Some(Value::Object(mut r)) = b.remove("resource") else {
-                return Err("a resource block without a resource object".into());
-            };
-            let body = match (r.remove("text"), r.remove("blob")) {
-                (Some(Value::String(text)), _) => ResourceBody::Text(text),
-                (_, Some(Value::String(blob))) => ResourceBody::Blob(blob),
-                _ => return Err("a resource with neither text nor blob".into()),
-            };
-            Content::Resource {
-                uri: string(&mut r, "uri")?,
-                mime_type: optional(&mut r, "mimeType"),
-                body,
+impl Block {
+    fn map(self) -> Result<Content, String> {
+        let need = |v: Option<String>, key: &str| v.ok_or_else(|| format!("no string {key}"));
+        let Some(kind) = self.kind else {
+            return Err("no type".into());
+        };
+        Ok(match kind.as_str() {
+            "text" => Content::text(need(self.text, "text")?),
+            "image" => Content::Image {
+                mime_type: need(self.mime_type, "mimeType")?,
+                data: need(self.data, "data")?,
+            },
+            "audio" => Content::Audio {
+                mime_type: need(self.mime_type, "mimeType")?,
+                data: need(self.data, "data")?,
+            },
+            "resource_link" => Content::ResourceLink {
+                uri: need(self.uri, "uri")?,
+                name: need(self.name, "name")?,
+                title: self.title,
+                description: self.description,
+                mime_type: self.mime_type,
+                size: self.size.as_ref().and_then(Value::as_u64),
+            },
+            "resource" => {
+                let Some(Value::Object(mut r)) = self.resource else {
+                    return Err("a resource block without a resource object".into());
+                };
+                let mut string = |key: &str| match r.remove(key) {
+                    Some(Value::String(s)) => Some(s),
+                    _ => None,
+                };
+                let body = match (string("text"), string("blob")) {
+                    (Some(text), _) => ResourceBody::Text(text),
+                    (_, Some(blob)) => ResourceBody::Blob(blob),
+                    _ => return Err("a resource with neither text nor blob".into()),
+                };
+                Content::Resource {
+                    uri: need(string("uri"), "uri")?,
+                    mime_type: string("mimeType"),
+                    body,
+                }
             }
-        }
-        other => unsupported(other),
-    })
+            other => unsupported(other),
+        })
+    }
 }
 
 /// The note that stands for a block of a type MCP 2025-06-18 does not define.
@@ -106,28 +162,18 @@ pub(crate) fn unsupported(kind: &str) -> Content {
     ))
 }
 
-fn string(obj: &mut Map<String, Value>, key: &str) -> Result<String, String> {
-    match obj.remove(key) {
-        Some(Value::String(s)) => Ok(s),
-        _ => Err(format!("no string {key}")),
-    }
-}
-
-fn optional(obj: &mut Map<String, Value>, key: &str) -> Option<String> {
-    match obj.remove(key) {
-        Some(Value::String(s)) => Some(s),
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
 
+    fn raw(json: &str) -> Box<RawValue> {
+        RawValue::from_string(json.to_owned()).expect("valid JSON")
+    }
+
     #[test]
     fn every_content_type_maps() {
-        let got = call_result(json!({
+        let got = call_result(&raw(&json!({
             "content": [
                 {"type": "text", "text": "hi", "annotations": {"audience": ["user"]}},
                 {"type": "image", "data": "aGk=", "mimeType": "image/png"},
@@ -140,7 +186,7 @@ mod tests {
             "structuredContent": {"n": 1},
             "isError": true,
             "_meta": {"x": 1}
-        }))
+        }).to_string()))
         .expect("maps");
         assert!(got.is_error);
         assert_eq!(got.structured, Some(json!({"n": 1})));
@@ -179,90 +225,93 @@ mod tests {
         );
     }
 
-    /// The typed reading (`wire`) takes the plain results, gives up on the
-    /// rest, and wherever it answers it answers as the `Value` path does.
-    #[test]
-    fn the_typed_reading_agrees_with_the_value_reading() {
-        let plain = [
-            r#"{"content":[{"type":"text","text":"hi"}]}"#,
-            r#"{"content":[{"text":"hi","type":"text","annotations":{"audience":["user"]}}],"_meta":{"a":[1,2]}}"#,
-            r#"{"content":[],"structuredContent":{"n":1},"isError":true}"#,
-            r#"{"content":null,"structuredContent":null,"isError":null}"#,
-            r#"{}"#,
-            r#"{"content":[{"type":"text","text":"a\"\n\u00e9\ud83d\ude00"}]}"#,
-            r#"{"content":[{"type":"image","data":"aGk=","mimeType":"image/png"},{"type":"audio","data":"UklG","mimeType":"audio/wav"}]}"#,
-            r#"{"content":[{"type":"resource_link","uri":"file:///a","name":"a","size":3,"title":null,"mimeType":"text/plain"}]}"#,
-            r#"{"content":[{"type":"resource","resource":{"uri":"mem://t","text":"body","blob":"AAE="}}]}"#,
-            r#"{"content":[{"type":"resource","resource":{"uri":"mem://b","blob":"AAE=","text":null}}]}"#,
-            r#"{"content":[{"type":"hologram","data":"?"}]}"#,
-            // A type with escapes is read unborrowed, and still matches.
-            r#"{"content":[{"type":"t\u0065xt","text":"hi"},{"type":"hol\u006fgram"}]}"#,
-        ];
-        // Duplicates go the `Value` path, which reads them alike.
-        let other = [
-            r#"{"content":[{"type":"text","text":"first"}],"content":[{"type":"text","text":"second"}]}"#,
-            r#"{"isError":true,"isError":false}"#,
-            r#"[]"#,
-            r#"[[{"type":"text","text":"hi"}]]"#,
-            r#"{"content":[["text","hi"]]}"#,
-            r#"{"content":{}}"#,
-            r#"{"content":[{"type":"text"}]}"#,
-            r#"{"content":[{"type":"text","text":5}]}"#,
-            r#"{"content":[{"type":"image","data":"x","mimeType":"image/png","text":5}]}"#,
-            r#"{"content":[{"type":"resource_link","uri":"u","name":"n","size":-1,"title":7}]}"#,
-            r#"{"content":[{"type":"resource_link","uri":"u","name":"n","size":1.5}]}"#,
-            r#"{"content":[{"type":"resource","resource":{"uri":"u","text":5,"blob":"AA=="}}]}"#,
-            r#"{"content":[{"type":"resource","resource":{"uri":"u"}}]}"#,
-            r#"{"content":[{"type":"resource","resource":null}]}"#,
-            r#"{"content":[{"type":null,"text":"x"}]}"#,
-            r#"{"content":[{"text":"x"}]}"#,
-            r#"{"content":5,"content":[]}"#,
-            r#"{"isError":"yes"}"#,
-            r#"{"content":[{"type":"hologram","data":5}]}"#,
-            r#""text""#,
-            "null",
-        ];
-        for json in plain.iter().chain(&other) {
-            let raw = Raw::of(json);
-            let slow = call_result(raw.to_value());
-            let fast = wire::call_result(raw.get());
-            assert_eq!(fast.is_some(), plain.contains(json), "{json}");
-            if let Some(fast) = fast {
-                assert_eq!(Ok(fast), slow, "{json}");
-            }
-            assert_eq!(call_result_raw(&raw), slow, "{json}");
-        }
-    }
-
     #[test]
     fn a_plain_result_is_not_an_error() {
-        let got = call_result(json!({"content": [{"type": "text", "text": "ok"}]})).expect("ok");
+        let got = call_result(&raw(r#"{"content":[{"type":"text","text":"ok"}]}"#)).expect("ok");
         assert_eq!(got, CallResult::text("ok"));
     }
 
     #[test]
-    fn malformed_results_are_named() {
+    fn malformed_results_fail_with_a_reason() {
         let cases = [
-            (json!([]), "the tools/call result is not a JSON object"),
+            ("[]", "the tools/call result is not a JSON object"),
+            ("null", "the tools/call result is not a JSON object"),
             (
-                json!({"content": {}}),
-                "the tools/call result's content is not an array",
+                r#"[[{"type":"text","text":"hi"}]]"#,
+                "the tools/call result is not a JSON object",
             ),
             (
-                json!({"content": [{"type": "text"}]}),
+                r#"{"content":{}}"#,
+                "the tools/call result cannot be read: invalid type: map",
+            ),
+            (
+                r#"{"content":[{"type":"text"}]}"#,
                 "content block 0: no string text",
             ),
             (
-                json!({"content": [{"text": "x"}]}),
-                "content block 0: no type",
+                r#"{"content":[{"type":"text","text":5}]}"#,
+                "content block 0: no string text",
+            ),
+            (r#"{"content":[{"text":"x"}]}"#, "content block 0: no type"),
+            (
+                r#"{"content":[["text","hi"]]}"#,
+                "the tools/call result cannot be read: invalid type: sequence, expected a JSON object",
             ),
             (
-                json!({"content": [], "isError": "yes"}),
-                "the tools/call result's isError is not a boolean",
+                r#"{"content":[{"type":"resource","resource":{"uri":"u"}}]}"#,
+                "content block 0: a resource with neither text nor blob",
+            ),
+            (
+                r#"{"content":[],"isError":"yes"}"#,
+                "the tools/call result cannot be read: invalid type: string",
+            ),
+            (
+                r#"{"isError":true,"isError":false}"#,
+                "the tools/call result cannot be read: duplicate field `isError`",
+            ),
+            // What no Rust string can hold: a lone surrogate.
+            (
+                r#"{"content":[{"type":"text","text":"\ud800"}]}"#,
+                "the tools/call result cannot be read: ",
             ),
         ];
-        for (input, want) in cases {
-            assert_eq!(call_result(input.clone()), Err(want.to_owned()), "{input}");
+        for (json, want) in cases {
+            let got = call_result(&raw(json)).expect_err(json);
+            assert!(got.starts_with(want), "{json}: {got}");
         }
+        let deep = format!(
+            r#"{{"structuredContent":{}{}}}"#,
+            "[".repeat(300),
+            "]".repeat(300)
+        );
+        let got = call_result(&raw(&deep)).expect_err("too deep");
+        assert!(got.contains("recursion limit"), "{got}");
+    }
+
+    /// Optional members of the wrong type are left out, unknown ones skipped.
+    #[test]
+    fn loose_members_are_left_out() {
+        let got = call_result(&raw(
+            r#"{"content":[{"type":"resource_link","uri":"u","name":"n","size":-1,"title":7,"_meta":{"a":[1]}},{"type":"image","data":"x","mimeType":"image/png","text":5},{"type":"hologram","data":5}],"structuredContent":null,"isError":null}"#,
+        ))
+        .expect("maps");
+        assert_eq!(
+            got,
+            CallResult::new(vec![
+                Content::ResourceLink {
+                    uri: "u".into(),
+                    name: "n".into(),
+                    title: None,
+                    description: None,
+                    mime_type: None,
+                    size: None
+                },
+                Content::Image {
+                    mime_type: "image/png".into(),
+                    data: "x".into()
+                },
+                Content::text("[a content block of unsupported type \"hologram\" was left out]"),
+            ])
+        );
     }
 }

@@ -32,6 +32,9 @@ pub(crate) enum Failure {
         /// The server's message (untrusted text).
         message: String,
     },
+    /// The server answered one call with a result that cannot be read.
+    #[error("{0}")]
+    Unreadable(String),
     /// The provider was shut down.
     #[error("shut down")]
     ShutDown,
@@ -74,6 +77,16 @@ impl Failure {
             Failure::Rejected { code, message } => Error::Protocol {
                 provider,
                 message: format!("the server answered with error {code}: {message}"),
+                stderr,
+            },
+            Failure::Unreadable(reason) if !tool.is_empty() => Error::CallUnreadable {
+                provider,
+                tool: tool.to_owned(),
+                reason,
+            },
+            Failure::Unreadable(message) => Error::Protocol {
+                provider,
+                message,
                 stderr,
             },
             Failure::ShutDown => Error::ShutDown { provider },

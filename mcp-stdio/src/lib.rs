@@ -14,34 +14,30 @@
 //! It is not the gateway: selection, exposure and framing are the core's.
 //!
 //! Unsafe code is denied (workspace lint) rather than forbidden: the one
-//! exception is the child's parent-death signal, set between fork and exec
-//! (`process.rs`, with its safety argument).
+//! exception is the server's spawn (`process/spawn.rs`, with its safety
+//! argument).
 #![deny(unsafe_code)]
 
 pub mod config;
 pub mod fuzzing;
 
-mod client;
 mod codec;
+mod connection;
 mod content;
 mod error;
-mod inbox;
 mod outbox;
 mod process;
 mod provider;
-mod scan;
-mod stdout;
 mod tools;
 mod trace;
-mod wire;
 
 use std::sync::Arc;
 
 use spear_capabilities::{ConnectFuture, ConnectRequest, ProviderKind};
 
-pub use client::Stats;
 pub use codec::MAX_LINE;
 pub use config::ServerConfig;
+pub use connection::Stats;
 pub use outbox::MAX_UNREAD;
 pub use process::STDERR_KEPT;
 pub use provider::{DEFAULT_TIMEOUT, McpProvider, Options, PROTOCOL_VERSION};

@@ -1,16 +1,6 @@
-//! The way to the server's stdin: lines in order, never interleaved, and
-//! written by the sender itself when nothing is queued before them.
-//!
-//! A request sent while no other is in flight is written straight away,
-//! without a hop to a writer task (that hop, a channel and a task poll, was
-//! a tenth of a call's work in the client). Lines sent while others are in
-//! flight are queued, and the request whose line started the queue writes
-//! it all itself once the other callers of the moment have queued theirs
-//! (it yields once first): many calls in flight share a system call, still
-//! without the hop, which on a multi-thread runtime whose callers are not
-//! on its worker is a thread switch (taking it out raised the throughput
-//! at 8 in flight by a third there). Whatever a full pipe does not take waits in the queue for
-//! a writer task, which empties it in as few writes as it can.
+//! The way to the server's stdin: lines in order, never interleaved,
+//! written by the sender itself when nothing is queued before them, else by
+//! a writer task as the pipe takes them.
 //!
 //! What waits for the server is bounded ([`MAX_UNREAD`]): a server that
 //! does not read its stdin (while it floods us with requests we must answer)
@@ -21,7 +11,6 @@ use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::net::unix::pipe;
-use tokio::process::ChildStdin;
 use tokio::sync::Notify;
 
 /// The most bytes queued for a server's stdin. A line sent while the queue
@@ -36,7 +25,7 @@ pub(crate) struct Unread;
 /// The most capacity an empty queue keeps for the next lines.
 const KEPT: usize = 64 * 1024;
 
-/// The sending side, shared by the connection, its reader and its sweeper.
+/// The sending side, shared by the connection and its reader.
 #[derive(Debug, Clone)]
 pub(crate) struct Outbox {
     inner: Arc<Inner>,
@@ -52,138 +41,68 @@ struct Inner {
 #[derive(Debug)]
 struct State {
     /// `None` once closed or broken: what is sent then is dropped (the
-    /// reader sees the server leave, or the sweeper times the request out).
+    /// reader sees the server leave, or the request times out).
     pipe: Option<Arc<pipe::Sender>>,
     /// Bytes the writer task must write before anything else.
     queue: Vec<u8>,
     /// Close the pipe once the queue is written.
     closing: bool,
-    /// The queue was started by a deferred line whose sender owes the
-    /// flush; the writer task was not woken for it.
-    owed: bool,
 }
 
 impl Outbox {
     /// Takes the server's stdin and starts the writer task.
-    ///
-    /// # Errors
-    /// When the pipe cannot be registered with the runtime.
-    pub(crate) fn start(stdin: ChildStdin) -> io::Result<Outbox> {
-        let pipe = pipe::Sender::from_owned_fd(stdin.into_owned_fd()?)?;
+    pub(crate) fn start(stdin: pipe::Sender) -> Outbox {
         let outbox = Outbox {
             inner: Arc::new(Inner {
                 state: Mutex::new(State {
-                    pipe: Some(Arc::new(pipe)),
+                    pipe: Some(Arc::new(stdin)),
                     queue: Vec::new(),
                     closing: false,
-                    owed: false,
                 }),
                 wake: Notify::new(),
             }),
         };
         tokio::spawn(write_queued(Arc::clone(&outbox.inner)));
-        Ok(outbox)
+        outbox
     }
 
-    /// Sends the line that `write` appends to the queue, after everything
-    /// sent before it. It is written in place, at the queue's end (where it
-    /// is written from when nothing waits before it), not built apart and
-    /// copied in.
-    ///
-    /// With `deferred` (others are in flight, so more lines are likely to
-    /// follow soon) the line is only queued, even when nothing waits before
-    /// it; and when it starts the queue, the writer task is not woken: the
-    /// sender owes a [`Outbox::flush`] (`Ok(true)`), which it makes after
-    /// letting the other senders of the moment queue their lines behind it,
-    /// so that one write carries them all without a hop to the writer task
-    /// (on a multi-thread runtime, a thread switch). Deferred lines queued
-    /// behind it wait for that flush too; a line sent without `deferred`
-    /// wakes the writer task instead of waiting for it.
+    /// Sends `line` after everything sent before it: written at once when
+    /// nothing waits before it and the pipe has room, else queued for the
+    /// writer task.
     ///
     /// # Errors
     /// [`Unread`] when the line would make the queue pass [`MAX_UNREAD`]:
     /// the queue is dropped and the pipe closed (later lines are dropped).
-    pub(crate) fn send_with(
-        &self,
-        write: impl FnOnce(&mut Vec<u8>),
-        deferred: bool,
-    ) -> Result<bool, Unread> {
+    pub(crate) fn send(&self, line: &[u8]) -> Result<(), Unread> {
         let mut state = self.inner.lock();
         let state = &mut *state;
         let Some(pipe) = state.pipe.as_ref().filter(|_| !state.closing) else {
-            return Ok(false);
+            return Ok(());
         };
-        let was_empty = state.queue.is_empty();
-        write(&mut state.queue);
-        if was_empty && !deferred {
-            match pipe.try_write(&state.queue) {
-                Ok(n) if n == state.queue.len() => {
-                    state.queue.clear();
-                    if state.queue.capacity() > KEPT {
-                        // A long line must not pin its memory for the whole session.
-                        state.queue = Vec::new();
-                    }
-                    return Ok(false);
-                }
-                Ok(n) => {
-                    state.queue.drain(..n);
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Err(_) => {
-                    state.pipe = None;
-                    state.queue = Vec::new();
-                    return Ok(false);
-                }
+        if !state.queue.is_empty() {
+            if state.queue.len() + line.len() > MAX_UNREAD {
+                state.pipe = None;
+                state.queue = Vec::new();
+                self.inner.wake.notify_one();
+                return Err(Unread);
             }
-        } else if !was_empty && state.queue.len() > MAX_UNREAD {
-            state.pipe = None;
-            state.queue = Vec::new();
-            self.inner.wake.notify_one();
-            return Err(Unread);
+            // The writer task was woken when the queue began.
+            state.queue.extend_from_slice(line);
+            return Ok(());
         }
-        if was_empty && deferred {
-            state.owed = true;
-            return Ok(true);
-        }
-        // A line that is no request (a cancellation, an answer to the
-        // server) never waits on a sender's flush.
-        if was_empty || (state.owed && !deferred) {
+        let written = match pipe.try_write(line) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => 0,
+            Err(_) => {
+                state.pipe = None;
+                return Ok(());
+            }
+        };
+        if written < line.len() {
+            state.queue.extend_from_slice(&line[written..]);
             self.inner.wake.notify_one();
         }
-        Ok(false)
-    }
-
-    /// Writes what is queued as far as the pipe takes it now, and leaves the
-    /// rest to the writer task: what a sender owes after [`Outbox::send_with`]
-    /// returned `Ok(true)`, whether it still waits for its answer or not.
-    pub(crate) fn flush(&self) {
-        let mut state = self.inner.lock();
-        state.owed = false;
-        if state.queue.is_empty() {
-            return;
-        }
-        if let Some(pipe) = state.pipe.as_ref() {
-            match pipe.try_write(&state.queue) {
-                Ok(n) if n == state.queue.len() => {
-                    state.queue.clear();
-                    if state.queue.capacity() > KEPT {
-                        state.queue = Vec::new();
-                    }
-                    return;
-                }
-                Ok(n) => {
-                    state.queue.drain(..n);
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Err(_) => {
-                    state.pipe = None;
-                    state.queue = Vec::new();
-                    return;
-                }
-            }
-        }
-        drop(state);
-        self.inner.wake.notify_one();
+        Ok(())
     }
 
     /// Closes the server's stdin once everything sent is written: the
@@ -230,10 +149,9 @@ async fn write_queued(inner: Arc<Inner>) {
             Ok(n) => {
                 state.queue.drain(..n);
                 if state.queue.is_empty() && state.queue.capacity() > KEPT {
+                    // A long line must not pin its memory for the whole session.
                     state.queue = Vec::new();
                 }
-                // What a sender owed is written (or under way) here.
-                state.owed = false;
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
             Err(_) => {
@@ -248,14 +166,13 @@ async fn write_queued(inner: Arc<Inner>) {
 mod tests {
     use super::*;
 
-    impl Outbox {
-        fn send(&self, line: &[u8], deferred: bool) -> Result<bool, Unread> {
-            self.send_with(|queue| queue.extend_from_slice(line), deferred)
-        }
-    }
     use std::process::Stdio;
     use std::time::Duration;
     use tokio::io::AsyncReadExt;
+
+    fn sender(stdin: tokio::process::ChildStdin) -> pipe::Sender {
+        pipe::Sender::from_owned_fd(stdin.into_owned_fd().expect("fd")).expect("a pipe")
+    }
 
     /// `cat`, with an outbox on its stdin.
     fn cat() -> (tokio::process::Child, Outbox) {
@@ -265,7 +182,7 @@ mod tests {
             .kill_on_drop(true)
             .spawn()
             .expect("cat runs");
-        let outbox = Outbox::start(cat.stdin.take().expect("stdin")).expect("a pipe");
+        let outbox = Outbox::start(sender(cat.stdin.take().expect("stdin")));
         (cat, outbox)
     }
 
@@ -276,13 +193,11 @@ mod tests {
     async fn close_writes_everything_queued_then_closes_the_pipe() {
         let (mut cat, outbox) = cat();
         let big = format!("{}\n", "x".repeat(1 << 20));
-        outbox.send(b"first\n", false).expect("room");
-        outbox.send(big.as_bytes(), false).expect("room");
-        outbox.send(b"queued behind\n", true).expect("room");
+        outbox.send(b"first\n").expect("room");
+        outbox.send(big.as_bytes()).expect("room");
+        outbox.send(b"queued behind\n").expect("room");
         outbox.close();
-        outbox
-            .send(b"after close: dropped\n", false)
-            .expect("dropped");
+        outbox.send(b"after close: dropped\n").expect("dropped");
         let mut out = Vec::new();
         let mut stdout = cat.stdout.take().expect("stdout");
         // cat ends its output only when its stdin is closed.
@@ -299,7 +214,7 @@ mod tests {
     async fn a_long_line_leaves_no_long_queue_behind() {
         let (mut cat, outbox) = cat();
         let long = format!("{}\n", "x".repeat(1 << 20));
-        outbox.send(long.as_bytes(), false).expect("room");
+        outbox.send(long.as_bytes()).expect("room");
         assert!(
             outbox.inner.lock().queue.capacity() > KEPT,
             "queued in part"
@@ -319,37 +234,6 @@ mod tests {
         );
     }
 
-    /// Deferred lines wait for the flush their first sender owes, and go
-    /// out in one write with it, in order; a line that is no request does
-    /// not wait for that flush.
-    #[tokio::test]
-    async fn deferred_lines_wait_for_the_owed_flush_and_others_do_not() {
-        let (mut cat, outbox) = cat();
-        assert_eq!(outbox.send(b"one\n", true), Ok(true), "owes the flush");
-        assert_eq!(outbox.send(b"two\n", true), Ok(false), "queued behind");
-        // Nothing is written until the flush, even with time to spare.
-        tokio::task::yield_now().await;
-        assert_eq!(outbox.inner.lock().queue, b"one\ntwo\n");
-        outbox.flush();
-        assert!(outbox.inner.lock().queue.is_empty(), "written in one go");
-        // A cancellation behind an owed flush wakes the writer task itself.
-        assert_eq!(outbox.send(b"three\n", true), Ok(true));
-        assert_eq!(outbox.send(b"cancel\n", false), Ok(false));
-        let mut stdout = cat.stdout.take().expect("stdout");
-        let mut out = [0u8; 64];
-        let mut got = 0;
-        while got < "one\ntwo\nthree\ncancel\n".len() {
-            let n = tokio::time::timeout(Duration::from_secs(10), stdout.read(&mut out[got..]))
-                .await
-                .expect("the writer task wrote what was owed")
-                .expect("read");
-            assert!(n > 0, "cat ended early");
-            got += n;
-        }
-        assert_eq!(&out[..got], b"one\ntwo\nthree\ncancel\n");
-        assert!(!outbox.inner.lock().owed);
-    }
-
     /// A reader that never reads: the queue stops at the bound, the box
     /// breaks and frees what it held, and later lines are dropped.
     #[tokio::test]
@@ -360,11 +244,11 @@ mod tests {
             .kill_on_drop(true)
             .spawn()
             .expect("sleep runs");
-        let outbox = Outbox::start(sleeper.stdin.take().expect("stdin")).expect("a pipe");
+        let outbox = Outbox::start(sender(sleeper.stdin.take().expect("stdin")));
         let line = vec![b'x'; 1 << 20];
         let mut sent = 0usize;
         let broke = loop {
-            match outbox.send(&line, false) {
+            match outbox.send(&line) {
                 Ok(_) => sent += line.len(),
                 Err(Unread) => break sent,
             }
@@ -375,7 +259,7 @@ mod tests {
             outbox.inner.lock().queue.capacity() == 0,
             "the queue was freed"
         );
-        assert_eq!(outbox.send(b"later\n", false), Ok(false));
+        assert_eq!(outbox.send(b"later\n"), Ok(()));
         assert!(outbox.inner.lock().pipe.is_none());
     }
 }

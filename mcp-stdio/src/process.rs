@@ -10,12 +10,12 @@
 //! child before exec. The kernel sends it when the *thread* that created the
 //! child ends, and a runtime's threads come and go (tokio retires idle
 //! blocking threads), so every server is started by a thread that lives as
-//! long as the process: the main thread, or else one spawner thread. How
-//! it is started without copying the embedder's memory: the `spawn` module. What it does not reach: the server's own
-//! children. Orphaned when the server is killed, they live on unless they
-//! watch their parent (`testkit/tests/parent_death.rs` shows both).
-//!
-//! Its unit tests take it past 400 lines; the code is under 400.
+//! long as the process: the main thread, or else one spawner thread, which
+//! a start awaits without blocking its runtime and which no failed spawn can
+//! end. How it is started without copying the embedder's memory: the
+//! `spawn` module. What it does not reach: the server's own children.
+//! Orphaned when the server is killed, they live on unless they watch their
+//! parent (`testkit/tests/parent_death.rs` shows both).
 
 mod spawn;
 #[cfg(test)]
@@ -31,13 +31,12 @@ use std::time::Duration;
 
 use rustix::process::{Pid, Signal, kill_process_group, test_kill_process_group};
 use tokio::io::AsyncReadExt;
-use tokio::process::{ChildStderr, ChildStdin};
+use tokio::net::unix::pipe;
 use tokio::sync::watch;
 use tokio::time::{Instant, sleep, timeout};
 
 use crate::config::ServerConfig;
 use crate::error::Failure;
-use crate::stdout::Stdout;
 
 /// How much of the server's stderr is kept for error messages.
 pub const STDERR_KEPT: usize = 64 * 1024;
@@ -76,11 +75,11 @@ pub(crate) struct ServerProcess {
     ended: AtomicBool,
 }
 
-/// The pipes the connection speaks over.
+/// The pipes the connection speaks over, registered with the runtime.
 #[derive(Debug)]
 pub(crate) struct Pipes {
-    pub(crate) stdin: ChildStdin,
-    pub(crate) stdout: Stdout,
+    pub(crate) stdin: pipe::Sender,
+    pub(crate) stdout: pipe::Receiver,
 }
 
 impl ServerProcess {
@@ -91,7 +90,7 @@ impl ServerProcess {
     /// capabilities file's folder; a bare name is looked up in `PATH`. When
     /// a trace is set ([`crate::trace_to`]) the pipes pass through a relay
     /// that copies each line into it.
-    pub(crate) fn spawn(
+    pub(crate) async fn spawn(
         id: &str,
         config: &ServerConfig,
         base_dir: &Path,
@@ -123,15 +122,15 @@ impl ServerProcess {
             env,
         )
         .map_err(cannot_start)?;
-        let spawned = spawn_on_spawner_thread(exec).map_err(cannot_start)?;
+        let spawned = spawn_on_spawner_thread(exec).await.map_err(cannot_start)?;
         let pid = Pid::from_raw(spawned.child.pid())
             .ok_or_else(|| Failure::Start("the server has no pid".into()))?;
         let mut child = spawned.child;
         let pipes = (|| {
             Ok::<_, std::io::Error>((
-                ChildStdin::from_std(std::process::ChildStdin::from(spawned.stdin))?,
-                Stdout::new(spawned.stdout)?,
-                ChildStderr::from_std(std::process::ChildStderr::from(spawned.stderr))?,
+                pipe::Sender::from_owned_fd(spawned.stdin)?,
+                pipe::Receiver::from_owned_fd(spawned.stdout)?,
+                pipe::Receiver::from_owned_fd(spawned.stderr)?,
             ))
         })();
         // On an error `child` is dropped here: killed and reaped.
@@ -228,18 +227,11 @@ impl ServerProcess {
 fn relay(
     trace: Arc<crate::trace::Trace>,
     id: &str,
-    server_in: ChildStdin,
-    server_out: Stdout,
-) -> std::io::Result<(ChildStdin, Stdout)> {
-    use rustix::pipe::{PipeFlags, pipe_with};
-    use tokio::net::unix::pipe;
-    // Pipes, as the connection expects of a server's stdin and stdout.
-    let (relay_in, conn_in) = pipe_with(PipeFlags::CLOEXEC)?;
-    let (conn_out, relay_out) = pipe_with(PipeFlags::CLOEXEC)?;
-    let conn_in = ChildStdin::from_std(std::process::ChildStdin::from(conn_in))?;
-    let conn_out = Stdout::new(conn_out)?;
-    let relay_in = pipe::Receiver::from_owned_fd(relay_in)?;
-    let relay_out = pipe::Sender::from_owned_fd(relay_out)?;
+    server_in: pipe::Sender,
+    server_out: pipe::Receiver,
+) -> std::io::Result<(pipe::Sender, pipe::Receiver)> {
+    let (conn_in, relay_in) = pipe::pipe()?;
+    let (relay_out, conn_out) = pipe::pipe()?;
     tokio::spawn(copy_lines(
         relay_in,
         server_in,
@@ -307,40 +299,43 @@ async fn copy_lines<R, W>(
 type Job = Box<dyn FnOnce() + Send>;
 
 /// Spawns `exec` from a thread that lives as long as the process (see the
-/// module's documentation): the main thread itself, else the spawner thread.
-///
-/// The main thread ends only with the process (returning from `main` exits
-/// it; Rust offers no `pthread_exit`), so a server it starts dies only when
-/// the embedder does. Starting there spares the hop to the spawner thread
-/// and back, two thread wake-ups that cost 3-8% of the yardstick's
-/// `spawn + initialize` row on a busy machine.
-fn spawn_on_spawner_thread(exec: spawn::Exec) -> std::io::Result<spawn::Spawned> {
+/// module's documentation): the main thread itself (which ends only with
+/// the process), else the spawner thread, awaited without blocking.
+async fn spawn_on_spawner_thread(exec: spawn::Exec) -> std::io::Result<spawn::Spawned> {
     if spawn::on_main_thread() {
         return spawn::spawn(&exec);
     }
+    let (done, spawned) = tokio::sync::oneshot::channel();
+    on_spawner_thread(Box::new(move || {
+        let _ = done.send(spawn::spawn(&exec));
+    }))?;
+    spawned
+        .await
+        .map_err(|_| std::io::Error::other("the spawn failed on the spawner thread"))?
+}
+
+/// Runs `job` on the spawner thread, started on first use. A job that
+/// panics ends itself only: the thread, and with it the parent-death
+/// signal of every server it started, lives on.
+fn on_spawner_thread(job: Job) -> std::io::Result<()> {
     static SPAWNER: OnceLock<Option<std::sync::mpsc::Sender<Job>>> = OnceLock::new();
     let spawner = SPAWNER.get_or_init(|| {
         let (jobs, queue) = std::sync::mpsc::channel::<Job>();
         std::thread::Builder::new()
             .name("spear-spawner".into())
-            .spawn(move || queue.into_iter().for_each(|job| job()))
+            .spawn(move || {
+                for job in queue {
+                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+                }
+            })
             .ok()?;
         Some(jobs)
     });
-    let Some(spawner) = spawner else {
-        return Err(std::io::Error::other(
-            "the spawner thread could not be started",
-        ));
-    };
-    let (done, spawned) = std::sync::mpsc::sync_channel(1);
     spawner
-        .send(Box::new(move || {
-            let _ = done.send(spawn::spawn(&exec));
-        }))
-        .map_err(|_| std::io::Error::other("the spawner thread has ended"))?;
-    spawned
-        .recv()
-        .map_err(|_| std::io::Error::other("the spawner thread has ended"))?
+        .as_ref()
+        .ok_or_else(|| std::io::Error::other("the spawner thread could not be started"))?
+        .send(job)
+        .map_err(|_| std::io::Error::other("the spawner thread has ended"))
 }
 
 /// How many members of group `pgid` have not ended, where `/proc` says.
@@ -417,6 +412,7 @@ mod tests {
     #[tokio::test]
     async fn a_missing_program_names_the_command_and_the_os_error() {
         let err = ServerProcess::spawn("t", &config(&["/nonexistent/server"]), Path::new("/"))
+            .await
             .expect_err("cannot start");
         let Failure::Start(reason) = err else {
             panic!("{err:?}")
@@ -430,6 +426,7 @@ mod tests {
     #[tokio::test]
     async fn a_relative_program_path_is_taken_from_the_base_dir() {
         let err = ServerProcess::spawn("t", &config(&["bin/srv"]), Path::new("/opt/caps"))
+            .await
             .expect_err("cannot start");
         assert!(
             matches!(&err, Failure::Start(r) if r.starts_with("cannot start `/opt/caps/bin/srv`")),
@@ -444,6 +441,7 @@ mod tests {
             &config(&["sh", "-c", "sleep 30 & sleep 30; wait"]),
             Path::new("/"),
         )
+        .await
         .expect("spawned");
         drop(pipes);
         let started = Instant::now();

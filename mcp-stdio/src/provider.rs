@@ -11,9 +11,9 @@ use serde_json::{Value, json};
 use spear_capabilities::{CallRequest, CallResult, Error, Provider, ProviderInfo, ToolList};
 use tokio::sync::Mutex;
 
-use crate::client::{Connection, Stats};
-use crate::codec::{Body, MAX_LINE};
+use crate::codec::MAX_LINE;
 use crate::config::ServerConfig;
+use crate::connection::{Cancel, Connection, Stats};
 use crate::error::Failure;
 use crate::process::ServerProcess;
 use crate::tools::{Listing, MAX_LISTING_BYTES, MAX_PAGES, read_page};
@@ -106,21 +106,15 @@ impl McpProvider {
         options: Options,
     ) -> Result<McpProvider, Error> {
         let (process, pipes) = ServerProcess::spawn(id, config, base_dir)
+            .await
             .map_err(|f| f.into_error(id, "", String::new()))?;
         let process = Arc::new(process);
         let connection = Connection::start(
             pipes,
-            Arc::clone(&process),
+            Arc::downgrade(&process),
             options.timeout,
             options.max_line,
-        )
-        .map_err(|e| {
-            Failure::Start(format!("the server's stdin cannot be used: {e}")).into_error(
-                id,
-                "",
-                process.stderr_tail(),
-            )
-        })?;
+        );
         let mut provider = McpProvider {
             id: id.to_owned(),
             connection,
@@ -157,13 +151,18 @@ impl McpProvider {
             "capabilities": {},
             "clientInfo": {"name": "spear-capabilities", "version": env!("CARGO_PKG_VERSION")},
         });
-        let answer = match self.connection.request("initialize", &params).await {
+        // MCP: the client must never cancel its initialize request.
+        let answer = self
+            .connection
+            .request("initialize", &params, Cancel::Never)
+            .await;
+        let answer: Value = match answer {
             Err(Failure::Rejected { code, message }) => {
                 return Err(Failure::Start(format!(
                     "the server refused to initialize: error {code}: {message}"
                 )));
             }
-            answer => answer?.to_value(),
+            answer => serde_json::from_str(answer?.get()).unwrap_or(Value::Null),
         };
         let version = answer.get("protocolVersion").and_then(Value::as_str);
         if version != Some(PROTOCOL_VERSION) {
@@ -211,7 +210,10 @@ impl McpProvider {
                 Some(c) => json!({ "cursor": c }),
                 None => json!({}),
             };
-            let raw = self.connection.request("tools/list", &params).await?;
+            let raw = self
+                .connection
+                .request("tools/list", &params, Cancel::Notify)
+                .await?;
             bytes += raw.get().len();
             if bytes > MAX_LISTING_BYTES {
                 return Err(Failure::Protocol(format!(
@@ -238,14 +240,20 @@ impl McpProvider {
     }
 
     async fn call(&self, request: &CallRequest) -> Result<CallResult, Failure> {
+        #[derive(serde::Serialize)]
+        struct Params<'a> {
+            name: &'a str,
+            arguments: &'a serde_json::Map<String, Value>,
+        }
+        let params = Params {
+            name: &request.tool,
+            arguments: &request.arguments,
+        };
         let answer = self
             .connection
-            .request_call(&request.tool, &request.arguments)
+            .request("tools/call", &params, Cancel::Notify)
             .await?;
-        match answer {
-            Body::Call(result) => Ok(result),
-            Body::Text(raw) => content::call_result_raw(&raw).map_err(Failure::Protocol),
-        }
+        content::call_result(&answer).map_err(Failure::Unreadable)
     }
 }
 

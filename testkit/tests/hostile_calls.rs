@@ -254,3 +254,41 @@ async fn a_server_that_dumps_its_environment_shows_only_what_it_was_given() {
     assert_nothing_private(&a.text);
     b.session.close().await;
 }
+
+/// A result that cannot be read (a lone surrogate in its text) fails that
+/// call with the reason, framed, and is audited as `unreadable`; the
+/// provider stays available and its next call is answered.
+#[tokio::test]
+async fn an_unreadable_result_fails_that_call_and_keeps_the_provider() {
+    let b = bench(
+        script(&[
+            (
+                "bad",
+                json!([{"raw": "{\"jsonrpc\":\"2.0\",\"id\":$ID,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"\\ud800\"}]}}\n"}]),
+            ),
+            ("good", json!([{"result": text("fine")}])),
+        ]),
+        20.0,
+    );
+    let turn = b.turn().await;
+    let a = invoke(&turn, "hostile/bad", json!({})).await;
+    assert_eq!(a.status, AnswerStatus::Failed, "{}", a.text);
+    assert!(
+        a.text
+            .starts_with("The result of `hostile/bad` could not be read:\n"),
+        "{}",
+        a.text
+    );
+    assert!(
+        a.text.contains("the tools/call result cannot be read"),
+        "{}",
+        a.text
+    );
+    let invoked = b.sink.named("capability_invoked");
+    assert_eq!(invoked[0]["outcome"], "unreadable");
+    let good = invoke(&turn, "hostile/good", json!({})).await;
+    assert_eq!(good.status, AnswerStatus::Ok, "{}", good.text);
+    assert!(good.text.contains("fine"), "{}", good.text);
+    assert!(b.sink.named("provider_failed").is_empty());
+    b.session.close().await;
+}

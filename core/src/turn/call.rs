@@ -186,6 +186,16 @@ impl Turn {
                 };
                 (Outcome::Rejected, answer)
             }
+            Err(Error::CallUnreadable { reason, .. }) => {
+                let answer = match tool.frame.frame(&reason) {
+                    Ok(framed) => Answer::new(
+                        AnswerStatus::Failed,
+                        messages::result_unreadable(cap, &framed),
+                    ),
+                    Err(no_token) => unframable(cap, no_token),
+                };
+                (Outcome::Unreadable, answer)
+            }
             // The provider was shut down by the session's close, not failed.
             Err(_) if self.session.is_closed() => (
                 Outcome::Closed,

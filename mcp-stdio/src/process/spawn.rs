@@ -19,9 +19,12 @@
 //! until `execve`, so it makes only async-signal-safe system calls on data
 //! the parent prepared (C strings and NULL-terminated pointer arrays), never
 //! allocates, never unwinds. The parent blocks every signal around the
-//! clone so that no handler runs in the child on the shared memory; the
-//! child resets handlers to the default and unblocks all before exec. The
-//! unsafe code of the crate's spawn is here and nowhere else.
+//! clone, glibc's internal ones too (through the raw system call, as
+//! glibc's own `posix_spawn` does), so that no handler runs in the child on
+//! the shared memory; the child resets handlers to the default, closes
+//! every descriptor above 2 (the embedder's, close-on-exec or not, are not
+//! the server's to read) and unblocks all before exec. The unsafe code of
+//! the crate's spawn is here and nowhere else.
 //!
 //! The program is looked up as execvp(3) does (each PATH entry in turn,
 //! Permission denied if one was found but not executable), but like
@@ -31,6 +34,8 @@
 //! The parent reaps its child itself (there is no `tokio::process::Child`):
 //! readiness of a pidfd on the runtime, else a thread blocked in `waitpid`;
 //! a [`Child`] dropped before its end is killed and reaped off the runtime.
+//! With a pidfd, signals and reaping go through it, so they can never reach
+//! another process that was given a reused pid.
 
 #![allow(unsafe_code)]
 
@@ -150,6 +155,9 @@ struct ChildArgs {
     /// The child's ends of the pipes, for its fds 0, 1 and 2; all above 2.
     fds: [c_int; 3],
     parent: libc::pid_t,
+    /// The highest descriptor that may be open, for kernels without
+    /// `close_range` (before 5.9).
+    max_fd: c_int,
     /// Why the child did not reach the server's code (an errno), 0 if it did.
     errno: AtomicI32,
 }
@@ -202,6 +210,7 @@ pub(super) fn spawn(exec: &Exec) -> io::Result<Spawned> {
         ],
         // SAFETY: getpid(2) has no preconditions.
         parent: unsafe { libc::getpid() },
+        max_fd: max_fd(),
         errno: AtomicI32::new(0),
     };
     let stack = Stack::new()?;
@@ -225,7 +234,7 @@ pub(super) fn spawn(exec: &Exec) -> io::Result<Spawned> {
         errno => {
             // The child has exited (CLONE_VFORK resumed us after its
             // _exit): collect it now.
-            child.done = !matches!(reap(pid, 0), Reaped::Running);
+            child.done = !matches!(reap(pid, child.pidfd.as_ref(), 0), Reaped::Running);
             Err(io::Error::from_raw_os_error(errno))
         }
     }
@@ -301,6 +310,7 @@ extern "C" fn child_main(arg: *mut c_void) -> c_int {
                 fail(args, errno());
             }
         }
+        close_above_stderr(args.max_fd);
         // Handlers are the parent's code: back to the default, as exec
         // would do; SIGPIPE too, which Rust ignores for itself.
         // Every signal, 1 to 64 (Linux's _NSIG is 65); sigaction refuses
@@ -318,9 +328,7 @@ extern "C" fn child_main(arg: *mut c_void) -> c_int {
                 libc::sigaction(signal, &default, std::ptr::null_mut());
             }
         }
-        let mut empty: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut empty);
-        libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+        let _ = set_mask(0);
         // As execvp(3): on to the next candidate when this one is missing,
         // Permission denied if one was found but not executable.
         let mut denied = false;
@@ -338,6 +346,39 @@ extern "C" fn child_main(arg: *mut c_void) -> c_int {
         }
         fail(args, if denied { libc::EACCES } else { last })
     }
+}
+
+/// Closes every descriptor above 2 in the child.
+///
+/// # Safety
+/// Only in the child: raw system calls, nothing allocated.
+unsafe fn close_above_stderr(max_fd: c_int) {
+    // SAFETY: close_range(2) and close(2) touch only the child's own
+    // descriptor table (clone without CLONE_FILES copied it).
+    unsafe {
+        if libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) == 0 {
+            return;
+        }
+        for fd in 3..=max_fd {
+            libc::close(fd);
+        }
+    }
+}
+
+/// The highest descriptor this process may have open: one below its
+/// `RLIMIT_NOFILE` (capped, so that the fallback loop stays finite).
+fn max_fd() -> c_int {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit(2) writes the struct we pass.
+    let cur = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0 {
+        limit.rlim_cur
+    } else {
+        1 << 20
+    };
+    c_int::try_from(cur.min(1 << 20)).unwrap_or(1 << 20) - 1
 }
 
 /// Ends the child before exec, saying why in the parent's memory.
@@ -401,33 +442,48 @@ fn page() -> usize {
     usize::try_from(size).unwrap_or(4096)
 }
 
-/// This thread's signal mask, all blocked until dropped.
+/// This thread's signal mask, every signal blocked until dropped.
 struct SignalMask {
-    old: libc::sigset_t,
+    old: u64,
+}
+
+/// The kernel's signal set: one bit a signal, 1 to 64.
+const KERNEL_SIGSET: usize = 8;
+
+/// Sets this thread's signal mask to `mask` through the raw system call,
+/// which, unlike `pthread_sigmask`, also sets glibc's internal signals
+/// (cancellation and `setxid`); returns the mask it replaced.
+fn set_mask(mask: u64) -> io::Result<u64> {
+    let mut old = 0u64;
+    // SAFETY: rt_sigprocmask(2) reads and writes two 8-byte sets we own;
+    // it changes only this thread's mask.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_rt_sigprocmask,
+            libc::SIG_SETMASK,
+            &mask as *const u64,
+            &mut old as *mut u64,
+            KERNEL_SIGSET,
+        )
+    };
+    if r == 0 {
+        Ok(old)
+    } else {
+        Err(io::Error::last_os_error())
+    }
 }
 
 impl SignalMask {
     fn block_all() -> io::Result<Self> {
-        // SAFETY: sigset_t is plain data; pthread_sigmask changes only this
-        // thread's mask, and the old one is restored on drop.
-        unsafe {
-            let mut all: libc::sigset_t = std::mem::zeroed();
-            let mut old: libc::sigset_t = std::mem::zeroed();
-            libc::sigfillset(&mut all);
-            match libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old) {
-                0 => Ok(SignalMask { old }),
-                e => Err(io::Error::from_raw_os_error(e)),
-            }
-        }
+        Ok(SignalMask {
+            old: set_mask(u64::MAX)?,
+        })
     }
 }
 
 impl Drop for SignalMask {
     fn drop(&mut self) {
-        // SAFETY: restores the mask saved by `block_all`.
-        unsafe {
-            libc::pthread_sigmask(libc::SIG_SETMASK, &self.old, std::ptr::null_mut());
-        }
+        let _ = set_mask(self.old);
     }
 }
 
@@ -441,17 +497,71 @@ enum Reaped {
     Gone,
 }
 
-/// `waitpid(pid, flags)`, again when interrupted.
-fn reap(pid: libc::pid_t, flags: c_int) -> Reaped {
+/// Reaps `pid`, through its pidfd when there is one (`waitid(P_PIDFD)`,
+/// which cannot reach a process given a reused pid), else `waitpid`;
+/// again when interrupted.
+fn reap(pid: libc::pid_t, pidfd: Option<&OwnedFd>, flags: c_int) -> Reaped {
     loop {
-        let mut status: c_int = 0;
-        // SAFETY: `pid` is our child, not reaped yet, so its pid is not reused.
-        match unsafe { libc::waitpid(pid, &mut status, flags) } {
-            p if p == pid => return Reaped::Exited(ExitStatus::from_raw(status)),
-            0 => return Reaped::Running,
-            _ if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted => {}
-            _ => return Reaped::Gone,
+        let by_pidfd = pidfd.map(|fd| reap_pidfd(fd, flags));
+        let got = match by_pidfd {
+            // Kernels 5.2 and 5.3 give pidfds but cannot wait on them.
+            Some(Err(e)) if e.raw_os_error() == Some(libc::EINVAL) => reap_pid(pid, flags),
+            Some(got) => got,
+            None => reap_pid(pid, flags),
+        };
+        match got {
+            Ok(Some(status)) => return Reaped::Exited(status),
+            Ok(None) => return Reaped::Running,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return Reaped::Gone,
         }
+    }
+}
+
+/// `waitpid(pid)`: the status once the child ended, `None` while it runs
+/// (with `WNOHANG`).
+fn reap_pid(pid: libc::pid_t, flags: c_int) -> io::Result<Option<ExitStatus>> {
+    let mut status: c_int = 0;
+    // SAFETY: waitpid(2) writes the status we pass.
+    match unsafe { libc::waitpid(pid, &mut status, flags) } {
+        p if p == pid => Ok(Some(ExitStatus::from_raw(status))),
+        0 => Ok(None),
+        _ => Err(io::Error::last_os_error()),
+    }
+}
+
+/// `waitid(P_PIDFD, fd)`: the status once the child ended, `None` while it
+/// runs (with `WNOHANG`).
+fn reap_pidfd(fd: &OwnedFd, flags: c_int) -> io::Result<Option<ExitStatus>> {
+    // SAFETY: siginfo_t is plain data; waitid(2) fills in the one we pass
+    // (and leaves it zeroed, si_pid 0, for a child that runs), on a pidfd
+    // that is ours and open.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        let id = fd.as_raw_fd() as libc::id_t;
+        if libc::waitid(libc::P_PIDFD, id, &mut info, libc::WEXITED | flags) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok((info.si_pid() != 0).then(|| wait_status(info.si_code, info.si_status())))
+    }
+}
+
+/// The `waitpid` status word for what `waitid` reported.
+fn wait_status(code: c_int, status: c_int) -> ExitStatus {
+    match code {
+        libc::CLD_EXITED => ExitStatus::from_raw((status & 0xff) << 8),
+        libc::CLD_DUMPED => ExitStatus::from_raw((status & 0x7f) | 0x80),
+        _ => ExitStatus::from_raw(status & 0x7f),
+    }
+}
+
+/// A pidfd's raw descriptor, for the runtime to watch while the pidfd
+/// itself stays with its [`Child`].
+struct Watched(c_int);
+
+impl AsRawFd for Watched {
+    fn as_raw_fd(&self) -> c_int {
+        self.0
     }
 }
 
@@ -463,14 +573,23 @@ impl Child {
 
     /// Waits for the child to end and reaps it. None when it was reaped by
     /// someone else (a `waitpid(-1)` of the embedder's) or cannot be waited for.
+    ///
+    /// # Cancel safety
+    /// Dropping the future keeps the pidfd: the child is still the
+    /// [`Child`]'s to kill and reap.
     pub(super) async fn wait(&mut self) -> Option<ExitStatus> {
-        if let Some(pidfd) = self.pidfd.take() {
-            // SAFETY: an owned descriptor, open until the AsyncFd is dropped.
-            let registered =
-                unsafe { AsyncFd::register_with_interest(pidfd, tokio::io::Interest::READABLE) };
-            match registered {
-                Ok(pidfd) => loop {
-                    match reap(self.pid, libc::WNOHANG) {
+        if let Some(pidfd) = &self.pidfd {
+            // SAFETY: the pidfd stays open, the same descriptor, while the
+            // AsyncFd lives: it is this Child's, which outlives this call.
+            let watched = unsafe {
+                AsyncFd::register_with_interest(
+                    Watched(pidfd.as_raw_fd()),
+                    tokio::io::Interest::READABLE,
+                )
+            };
+            if let Ok(watched) = watched {
+                loop {
+                    match reap(self.pid, self.pidfd.as_ref(), libc::WNOHANG) {
                         Reaped::Running => {}
                         Reaped::Exited(status) => {
                             self.done = true;
@@ -482,22 +601,21 @@ impl Child {
                         }
                     }
                     // A pidfd is readable once its process has ended.
-                    match pidfd.readable().await {
+                    match watched.readable().await {
                         Ok(mut ready) => ready.clear_ready(),
                         Err(_) => break,
                     }
-                },
-                Err(e) => self.pidfd = Some(e.into_parts().0),
+                }
             }
         }
-        // No pidfd: a thread blocked in waitpid, which goes on reaping if
-        // this future is dropped.
+        // No pidfd to watch: a thread blocked in waitpid, which goes on
+        // reaping if this future is dropped.
         let (tx, rx) = tokio::sync::oneshot::channel();
-        let pid = self.pid;
+        let (pid, pidfd) = (self.pid, self.pidfd.take());
         std::thread::Builder::new()
             .name("spear-reaper".into())
             .spawn(move || {
-                let _ = tx.send(match reap(pid, 0) {
+                let _ = tx.send(match reap(pid, pidfd.as_ref(), 0) {
                     Reaped::Exited(status) => Some(status),
                     Reaped::Running | Reaped::Gone => None,
                 });
@@ -505,6 +623,44 @@ impl Child {
             .ok()?;
         self.done = true;
         rx.await.ok().flatten()
+    }
+
+    /// Sends SIGKILL: through the pidfd when there is one; else to the pid,
+    /// only while it is our child not reaped yet (so it names no one else).
+    fn kill(&self) {
+        match &self.pidfd {
+            // SAFETY: pidfd_send_signal(2) on our open pidfd, no siginfo.
+            Some(fd) => unsafe {
+                libc::syscall(
+                    libc::SYS_pidfd_send_signal,
+                    fd.as_raw_fd(),
+                    libc::SIGKILL,
+                    std::ptr::null::<libc::siginfo_t>(),
+                    0u32,
+                );
+            },
+            None => {
+                // Without a pidfd, a raw pid: checked to be our running
+                // child first (WNOWAIT leaves it to be reaped below).
+                let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+                // SAFETY: waitid(2) writes the siginfo we pass.
+                let r = unsafe {
+                    libc::waitid(
+                        libc::P_PID,
+                        self.pid as libc::id_t,
+                        &mut info,
+                        libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+                    )
+                };
+                // SAFETY: filled in (or left zeroed) by a waitid that returned 0.
+                if r == 0 && unsafe { info.si_pid() } == 0 {
+                    // SAFETY: our child, running, not reaped: its pid is its own.
+                    unsafe {
+                        libc::kill(self.pid, libc::SIGKILL);
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -515,15 +671,68 @@ impl Drop for Child {
         }
         // As tokio's kill_on_drop: the waiting task is gone (its runtime
         // shut down, or the start failed) and so is the connection.
-        // SAFETY: `pid` is our child, not reaped yet: it names no one else.
-        unsafe {
-            libc::kill(self.pid, libc::SIGKILL);
-        }
-        if let Reaped::Running = reap(self.pid, libc::WNOHANG) {
-            let pid = self.pid;
+        self.kill();
+        if let Reaped::Running = reap(self.pid, self.pidfd.as_ref(), libc::WNOHANG) {
+            let (pid, pidfd) = (self.pid, self.pidfd.take());
             let _ = std::thread::Builder::new()
                 .name("spear-reaper".into())
-                .spawn(move || reap(pid, 0));
+                .spawn(move || reap(pid, pidfd.as_ref(), 0));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The mask this thread has, from the kernel's own account.
+    fn blocked() -> u64 {
+        let status = std::fs::read_to_string("/proc/thread-self/status").expect("status");
+        let hex = status
+            .lines()
+            .find_map(|l| l.strip_prefix("SigBlk:"))
+            .expect("SigBlk")
+            .trim();
+        u64::from_str_radix(hex, 16).expect("hex")
+    }
+
+    /// Around the clone every signal is blocked, glibc's internal ones (32
+    /// and 33, which `pthread_sigmask` leaves out) too; the old mask comes back.
+    #[test]
+    fn the_clone_runs_with_every_signal_blocked() {
+        let before = blocked();
+        let mask = SignalMask::block_all().expect("blocked");
+        let during = blocked();
+        for signal in [libc::SIGTERM, libc::SIGCHLD, 32, 33, 64] {
+            assert_ne!(during & (1 << (signal - 1)), 0, "signal {signal} unblocked");
+        }
+        drop(mask);
+        assert_eq!(blocked(), before);
+    }
+
+    /// A wait that is cancelled leaves the pidfd with the child, to kill and
+    /// reap it through.
+    #[tokio::test]
+    async fn a_cancelled_wait_keeps_the_pidfd() {
+        let exec = Exec::new(
+            Path::new("/bin/sleep"),
+            ["30"],
+            std::iter::empty::<(OsString, OsString)>(),
+        )
+        .expect("exec");
+        let mut spawned = spawn(&exec).expect("spawned");
+        assert!(spawned.child.pidfd.is_some(), "this kernel gives pidfds");
+        let waited =
+            tokio::time::timeout(std::time::Duration::from_millis(20), spawned.child.wait()).await;
+        assert!(waited.is_err(), "sleep 30 ended");
+        assert!(spawned.child.pidfd.is_some(), "the pidfd was lost");
+        let pid = spawned.child.pid();
+        drop(spawned);
+        // Killed and reaped through the pidfd.
+        let gone = (0..500).any(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            !Path::new(&format!("/proc/{pid}")).exists()
+        });
+        assert!(gone, "{pid} left");
     }
 }

@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use std::future::Future;
+
 use tokio::io::AsyncReadExt;
 
 use super::ServerProcess;
@@ -22,8 +24,8 @@ fn config(command: &[&str], env: &[(&str, &str)]) -> ServerConfig {
 }
 
 /// The reason a start failed.
-fn start_error(command: &[&str], env: &[(&str, &str)]) -> String {
-    match ServerProcess::spawn("t", &config(command, env), Path::new("/")) {
+async fn start_error(command: &[&str], env: &[(&str, &str)]) -> String {
+    match ServerProcess::spawn("t", &config(command, env), Path::new("/")).await {
         Err(Failure::Start(reason)) => reason,
         Err(other) => panic!("{other:?}"),
         Ok(_) => panic!("{command:?} started"),
@@ -32,8 +34,9 @@ fn start_error(command: &[&str], env: &[(&str, &str)]) -> String {
 
 /// What the server wrote on stdout, to its end.
 async fn output(command: &[&str], env: &[(&str, &str)]) -> (u32, String) {
-    let (process, mut pipes) =
-        ServerProcess::spawn("t", &config(command, env), Path::new("/")).expect("spawned");
+    let (process, mut pipes) = ServerProcess::spawn("t", &config(command, env), Path::new("/"))
+        .await
+        .expect("spawned");
     let mut out = String::new();
     pipes.stdout.read_to_string(&mut out).await.expect("stdout");
     process
@@ -105,7 +108,7 @@ async fn exec_errors_are_the_os_errors_execvp_gives() {
             "cannot start `server.sh`: Permission denied (os error 13)",
         ),
     ] {
-        assert_eq!(start_error(&[command], env), want);
+        assert_eq!(start_error(&[command], env).await, want);
     }
 }
 
@@ -155,7 +158,9 @@ async fn an_argument_reaches_the_server_as_given() {
 #[tokio::test]
 async fn a_server_dropped_without_stop_is_killed_and_reaped() {
     let (process, pipes) =
-        ServerProcess::spawn("t", &config(&["sleep", "30"], &[]), Path::new("/")).expect("spawned");
+        ServerProcess::spawn("t", &config(&["sleep", "30"], &[]), Path::new("/"))
+            .await
+            .expect("spawned");
     let pid = process.pid();
     drop(pipes);
     drop(process);
@@ -175,7 +180,7 @@ fn a_server_whose_runtime_shut_down_is_killed_and_reaped() {
         .expect("runtime");
     let (process, pipes) = runtime
         .block_on(async {
-            ServerProcess::spawn("t", &config(&["sleep", "30"], &[]), Path::new("/"))
+            ServerProcess::spawn("t", &config(&["sleep", "30"], &[]), Path::new("/")).await
         })
         .expect("spawned");
     let pid = process.pid();
@@ -188,9 +193,86 @@ fn a_server_whose_runtime_shut_down_is_killed_and_reaped() {
 
 #[test]
 fn a_start_without_a_runtime_is_refused() {
-    let reason = match ServerProcess::spawn("t", &config(&["sleep", "30"], &[]), Path::new("/")) {
-        Err(Failure::Start(reason)) => reason,
+    let config = config(&["sleep", "30"], &[]);
+    let start = std::pin::pin!(ServerProcess::spawn("t", &config, Path::new("/")));
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    let reason = match start.poll(&mut cx) {
+        std::task::Poll::Ready(Err(Failure::Start(reason))) => reason,
         other => panic!("{other:?}"),
     };
     assert!(reason.starts_with("cannot start `sleep`: "), "{reason}");
+}
+
+/// A descriptor the embedder holds without close-on-exec (from a
+/// supervisor, `exec 7>file`) is not open in the server.
+#[tokio::test]
+async fn a_descriptor_inherited_without_cloexec_is_not_open_in_the_server() {
+    let file = tempfile::tempfile().expect("a file");
+    // dup(2): the copy has no close-on-exec.
+    let copy = rustix::io::dup(&file).expect("dup");
+    let leaked = std::os::fd::AsRawFd::as_raw_fd(&copy);
+    assert!(leaked > 2);
+    let probe = format!("test -e /proc/$$/fd/{leaked} && echo open || echo closed");
+    let (_, out) = output(&["sh", "-c", &probe], &[]).await;
+    drop(copy);
+    assert_eq!(out.trim(), "closed");
+    // The server's own three are there.
+    let (_, out) = output(
+        &[
+            "sh",
+            "-c",
+            "ls /proc/$$/fd | sort -n | head -3 | tr '\\n' ' '",
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(out, "0 1 2 ");
+}
+
+/// A job that panics on the spawner thread ends itself only: the servers
+/// that thread started keep running (their parent-death signal is tied to
+/// it) and later starts still work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn a_panicking_spawn_job_takes_no_server_down() {
+    let (process, _pipes) =
+        ServerProcess::spawn("t", &config(&["sleep", "30"], &[]), Path::new("/"))
+            .await
+            .expect("spawned");
+    super::on_spawner_thread(Box::new(|| panic!("a spawn job that panics (on purpose)")))
+        .expect("queued");
+    let (second, _more) = ServerProcess::spawn("t", &config(&["sleep", "30"], &[]), Path::new("/"))
+        .await
+        .expect("a later start works");
+    // Give a SIGKILL from a dead spawner thread time to land.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(process.group_alive(), "the first server was killed");
+    assert!(second.group_alive());
+    assert!(process.exit_status(Duration::ZERO).await.is_none());
+}
+
+/// A start that waits for the spawner thread leaves its runtime's thread
+/// free: a ticker on the same current-thread runtime keeps ticking.
+#[tokio::test(flavor = "current_thread")]
+async fn a_start_waiting_for_the_spawner_does_not_block_its_runtime() {
+    super::on_spawner_thread(Box::new(|| std::thread::sleep(Duration::from_millis(500))))
+        .expect("queued");
+    let ticks = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let counted = std::sync::Arc::clone(&ticks);
+    let ticker = tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    });
+    let (process, _pipes) =
+        ServerProcess::spawn("t", &config(&["sleep", "30"], &[]), Path::new("/"))
+            .await
+            .expect("spawned");
+    ticker.abort();
+    let ticked = ticks.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(
+        ticked >= 5,
+        "the runtime ticked {ticked} times while the start waited"
+    );
+    drop(process);
 }
