@@ -26,6 +26,7 @@ use crate::codec::{self, Incoming, LineReader, Outcome, ReadError};
 use crate::error::Failure;
 use crate::outbox::{MAX_UNREAD, Outbox, Unread};
 use crate::process::{Pipes, ServerProcess};
+use crate::trace::Trace;
 
 /// What happened on the connection that is not an answer to us: kept for the
 /// operator (`describe`), never shown to a turn.
@@ -78,6 +79,8 @@ struct State {
 struct Shared {
     state: Mutex<State>,
     out: Outbox,
+    /// The trace every line goes to, if one is set, and the provider's id.
+    trace: Option<(Arc<Trace>, String)>,
 }
 
 impl Shared {
@@ -88,11 +91,18 @@ impl Shared {
     /// Sends `line`, failing the connection when the server leaves too much
     /// of what we send unread.
     fn send(&self, line: &[u8]) {
+        self.traced("sent", line.strip_suffix(b"\n").unwrap_or(line));
         if let Err(Unread) = self.out.send(line) {
             self.fail(Failure::Protocol(format!(
                 "the server does not read what it is sent: more than {} wait for its stdin",
                 size(MAX_UNREAD)
             )));
+        }
+    }
+
+    fn traced(&self, direction: &str, line: &[u8]) {
+        if let Some((trace, provider)) = &self.trace {
+            trace.line(provider, direction, line);
         }
     }
 
@@ -128,17 +138,19 @@ impl Drop for Connection {
 }
 
 impl Connection {
-    /// Starts the writer and reader tasks over `pipes`; each request may take
-    /// `timeout`, each line `max_line` bytes.
+    /// Starts the writer and reader tasks over `pipes` of `provider`; each
+    /// request may take `timeout`, each line `max_line` bytes.
     pub(crate) fn start(
         pipes: Pipes,
         process: Weak<ServerProcess>,
         timeout: Duration,
         max_line: usize,
+        provider: &str,
     ) -> Self {
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
             out: Outbox::start(pipes.stdin),
+            trace: crate::trace::current().map(|t| (t, provider.to_owned())),
         });
         let counted = Counted {
             pipe: pipes.stdout,
@@ -306,6 +318,7 @@ async fn read_loop(
     let failure = loop {
         match reader.next_line().await {
             Ok(Some(line)) => {
+                shared.traced("received", line);
                 if let Err(failure) = handle_line(&shared, line) {
                     break failure;
                 }

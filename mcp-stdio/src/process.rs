@@ -17,6 +17,7 @@
 //! Orphaned when the server is killed, they live on unless they watch their
 //! parent (`testkit/tests/parent_death.rs` shows both).
 
+mod child;
 mod spawn;
 #[cfg(test)]
 mod spawn_tests;
@@ -83,15 +84,11 @@ pub(crate) struct Pipes {
 }
 
 impl ServerProcess {
-    /// Starts `config`'s command (provider `id`) with only `PATH`, `HOME`
-    /// and its `env`.
+    /// Starts `config`'s command with only `PATH`, `HOME` and its `env`.
     ///
     /// A relative program path with a `/` in it is taken from `base_dir`, the
-    /// capabilities file's folder; a bare name is looked up in `PATH`. When
-    /// a trace is set ([`crate::trace_to`]) the pipes pass through a relay
-    /// that copies each line into it.
+    /// capabilities file's folder; a bare name is looked up in `PATH`.
     pub(crate) async fn spawn(
-        id: &str,
         config: &ServerConfig,
         base_dir: &Path,
     ) -> Result<(Self, Pipes), Failure> {
@@ -136,11 +133,6 @@ impl ServerProcess {
         // On an error `child` is dropped here: killed and reaped.
         let (stdin, stdout, mut stderr) =
             pipes.map_err(|e| Failure::Start(format!("cannot watch the server's pipes: {e}")))?;
-        let (stdin, stdout) = match crate::trace::current() {
-            None => (stdin, stdout),
-            Some(trace) => relay(trace, id, stdin, stdout)
-                .map_err(|e| Failure::Start(format!("cannot set up the trace relay: {e}")))?,
-        };
         let ring = Arc::new(StderrRing::default());
         let (done_tx, stderr_done) = watch::channel(false);
         let sink = Arc::clone(&ring);
@@ -218,81 +210,6 @@ impl ServerProcess {
     fn group_alive(&self) -> bool {
         test_kill_process_group(self.pgid).is_ok() && live_members(self.pgid).is_none_or(|n| n > 0)
     }
-}
-
-/// Puts a relay between the connection and the server's pipes that copies
-/// each line, unchanged, into `trace`: the connection gets the other ends
-/// of two pipes as its stdin and stdout. An end of file passes
-/// through both ways (the relay drops its side).
-fn relay(
-    trace: Arc<crate::trace::Trace>,
-    id: &str,
-    server_in: pipe::Sender,
-    server_out: pipe::Receiver,
-) -> std::io::Result<(pipe::Sender, pipe::Receiver)> {
-    let (conn_in, relay_in) = pipe::pipe()?;
-    let (relay_out, conn_out) = pipe::pipe()?;
-    tokio::spawn(copy_lines(
-        relay_in,
-        server_in,
-        Arc::clone(&trace),
-        id.to_owned(),
-        "sent",
-    ));
-    tokio::spawn(copy_lines(
-        server_out,
-        relay_out,
-        trace,
-        id.to_owned(),
-        "received",
-    ));
-    Ok((conn_in, conn_out))
-}
-
-/// Copies `from` to `to` as it comes, recording each line in `trace`; a
-/// line longer than the trace keeps is recorded cut, and the rest of it
-/// skipped, so the relay holds at most that much.
-async fn copy_lines<R, W>(
-    mut from: R,
-    mut to: W,
-    trace: Arc<crate::trace::Trace>,
-    provider: String,
-    direction: &'static str,
-) where
-    R: tokio::io::AsyncRead + Unpin,
-    W: tokio::io::AsyncWrite + Unpin,
-{
-    use tokio::io::AsyncWriteExt;
-    let mut chunk = vec![0; 16 * 1024];
-    let (mut line, mut skipping) = (Vec::new(), false);
-    while let Ok(n @ 1..) = from.read(&mut chunk).await {
-        if to.write_all(&chunk[..n]).await.is_err() {
-            break;
-        }
-        for part in chunk[..n].split_inclusive(|b| *b == b'\n') {
-            let (body, ends) = match part.strip_suffix(b"\n") {
-                Some(body) => (body, true),
-                None => (part, false),
-            };
-            if !skipping {
-                let room = crate::trace::TRACE_LINE_KEPT + 1 - line.len();
-                line.extend_from_slice(&body[..body.len().min(room)]);
-                if line.len() > crate::trace::TRACE_LINE_KEPT {
-                    trace.line(&provider, direction, &line);
-                    line.clear();
-                    skipping = true;
-                }
-            }
-            if ends {
-                if !skipping {
-                    trace.line(&provider, direction, &line);
-                }
-                line.clear();
-                skipping = false;
-            }
-        }
-    }
-    let _ = to.shutdown().await;
 }
 
 /// A job for the spawner thread.
@@ -411,7 +328,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_missing_program_names_the_command_and_the_os_error() {
-        let err = ServerProcess::spawn("t", &config(&["/nonexistent/server"]), Path::new("/"))
+        let err = ServerProcess::spawn(&config(&["/nonexistent/server"]), Path::new("/"))
             .await
             .expect_err("cannot start");
         let Failure::Start(reason) = err else {
@@ -425,7 +342,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_relative_program_path_is_taken_from_the_base_dir() {
-        let err = ServerProcess::spawn("t", &config(&["bin/srv"]), Path::new("/opt/caps"))
+        let err = ServerProcess::spawn(&config(&["bin/srv"]), Path::new("/opt/caps"))
             .await
             .expect_err("cannot start");
         assert!(
@@ -437,7 +354,6 @@ mod tests {
     #[tokio::test]
     async fn stop_terminates_a_group_that_ignores_its_stdin() {
         let (process, pipes) = ServerProcess::spawn(
-            "t",
             &config(&["sh", "-c", "sleep 30 & sleep 30; wait"]),
             Path::new("/"),
         )

@@ -105,7 +105,7 @@ impl McpProvider {
         base_dir: &Path,
         options: Options,
     ) -> Result<McpProvider, Error> {
-        let (process, pipes) = ServerProcess::spawn(id, config, base_dir)
+        let (process, pipes) = ServerProcess::spawn(config, base_dir)
             .await
             .map_err(|f| f.into_error(id, "", String::new()))?;
         let process = Arc::new(process);
@@ -114,6 +114,7 @@ impl McpProvider {
             Arc::downgrade(&process),
             options.timeout,
             options.max_line,
+            id,
         );
         let mut provider = McpProvider {
             id: id.to_owned(),

@@ -4,20 +4,16 @@
 //! the server's order; it does not judge names, duplicates or schemas: the
 //! gateway admits tools the same way for every kind
 //! (`spear_capabilities::admission`). An entry that is not a tool at all (not
-//! an object, or without a string `name`) is reported as rejected.
-//!
-//! A page is read straight from its JSON text into the listing
-//! ([`read_page`]): each tool's members go into its [`ToolSpec`] as they are
-//! parsed, so no `Value` is built for the page or for a tool object only to
-//! be taken apart (that cost about a fifth of a listing's work in the
-//! client). Only a page with a member twice over (where the later one wins)
-//! goes the `Value` path, [`read_page_value`], which is the reference: the
-//! fuzz target `mcp_stdout` checks on every answer that the two agree.
+//! an object, without a string `name`, or that cannot be read) is reported
+//! as rejected. Each tool is read straight from the page's text into its
+//! spec, without a `Value` of the page or of the tool.
 
 use std::fmt;
 
-use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{IgnoredAny, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer};
 use serde_json::Value;
+use serde_json::value::RawValue;
 use spear_capabilities::{RejectedTool, ToolList, ToolSpec};
 
 /// The most pages of `tools/list` followed before giving up.
@@ -52,233 +48,68 @@ impl Listing {
     pub(crate) fn offered(&self) -> usize {
         self.offered
     }
+}
 
-    fn push(&mut self, entry: Result<ToolSpec, &'static str>) {
-        self.offered += 1;
-        // Past the bound the listing fails: the entries are only counted.
-        if self.offered > MAX_TOOLS {
-            return;
-        }
-        match entry {
-            Ok(spec) => self.list.tools.push(spec),
-            Err(reason) => self.list.rejected.push(RejectedTool::new("", reason)),
-        }
-    }
+/// A page: a member given twice makes it unreadable.
+#[derive(Deserialize)]
+struct Page<'a> {
+    #[serde(borrow, default)]
+    tools: Option<&'a RawValue>,
+    #[serde(default, rename = "nextCursor")]
+    next: Option<Value>,
+}
 
-    /// Forgets what was read after `mark`.
-    fn rewind(&mut self, mark: (usize, usize, usize)) {
-        self.list.tools.truncate(mark.0);
-        self.list.rejected.truncate(mark.1);
-        self.offered = mark.2;
-    }
-
-    fn mark(&self) -> (usize, usize, usize) {
-        (
-            self.list.tools.len(),
-            self.list.rejected.len(),
-            self.offered,
-        )
-    }
+/// A tool's members that the listing reads; one of another type counts as
+/// absent, and one given twice makes the tool unreadable.
+#[derive(Deserialize)]
+struct Tool {
+    #[serde(default, deserialize_with = "crate::content::loose")]
+    name: Option<String>,
+    #[serde(default, deserialize_with = "crate::content::loose")]
+    title: Option<String>,
+    #[serde(default, deserialize_with = "crate::content::loose")]
+    description: Option<String>,
+    #[serde(default, rename = "inputSchema")]
+    input_schema: Option<Value>,
 }
 
 /// Reads one `tools/list` result (its JSON text) into `listing`, and returns
 /// the cursor of the next page, or `None` after the last.
 ///
 /// # Errors
-/// The protocol fault, worded for the operator: the page has no `tools`
-/// array, the listing went past [`MAX_TOOLS`], or `nextCursor` is not a
-/// string.
+/// The protocol fault, worded for the operator: the page cannot be read or
+/// has no `tools` array, the listing went past [`MAX_TOOLS`], or
+/// `nextCursor` is not a string.
 pub(crate) fn read_page(json: &str, listing: &mut Listing) -> Result<Option<String>, String> {
-    let mark = listing.mark();
-    let mut de = serde_json::Deserializer::from_str(json);
-    let typed = PageSeed(listing)
-        .deserialize(&mut de)
-        .and_then(|page| de.end().map(|()| page));
-    match typed {
-        Ok(page) => finish_page(page.tools, page.next, listing),
-        Err(_) => {
-            // A member twice over (or anything else the typed reading does
-            // not take): the `Value` path decides.
-            listing.rewind(mark);
-            read_page_value(serde_json::from_str(json).unwrap_or(Value::Null), listing)
-        }
-    }
-}
-
-/// Reads one page from its `Value`: what [`read_page`] does, the slow way.
-pub(crate) fn read_page_value(
-    mut page: Value,
-    listing: &mut Listing,
-) -> Result<Option<String>, String> {
-    let tools = match page.get_mut("tools").map(Value::take) {
-        Some(Value::Array(tools)) => {
-            for tool in tools {
-                listing.push(read_tool(tool));
-            }
-            true
-        }
-        _ => false,
-    };
-    let next = match page.get_mut("nextCursor").map(Value::take) {
-        None | Some(Value::Null) => Next::End,
-        Some(Value::String(next)) => Next::Cursor(next),
-        Some(_) => Next::NotString,
-    };
-    finish_page(tools, next, listing)
-}
-
-/// The page's verdict, in the order the faults are reported.
-fn finish_page(tools: bool, next: Next, listing: &Listing) -> Result<Option<String>, String> {
-    if !tools {
+    if !json.starts_with('{') {
         return Err(NO_TOOLS.into());
     }
+    let page: Page<'_> =
+        serde_json::from_str(json).map_err(|e| format!("a tools/list page cannot be read: {e}"))?;
+    let tools = page
+        .tools
+        .filter(|t| t.get().starts_with('['))
+        .ok_or(NO_TOOLS)?;
+    let mut tools = serde_json::Deserializer::from_str(tools.get());
+    tools
+        .deserialize_seq(Entries(listing))
+        .map_err(|e| format!("a tools/list page cannot be read: {e}"))?;
     if listing.offered > MAX_TOOLS {
         return Err(format!("the server offers more than {MAX_TOOLS} tools"));
     }
-    match next {
-        Next::End => Ok(None),
-        Next::Cursor(next) => Ok(Some(next)),
-        Next::NotString => Err(CURSOR_NOT_STRING.into()),
+    match page.next {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(next)) => Ok(Some(next)),
+        Some(_) => Err(CURSOR_NOT_STRING.into()),
     }
 }
 
-fn read_tool(tool: Value) -> Result<ToolSpec, &'static str> {
-    let Value::Object(mut tool) = tool else {
-        return Err(NOT_AN_OBJECT);
-    };
-    let Some(Value::String(name)) = tool.remove("name") else {
-        return Err(NO_NAME);
-    };
-    // A missing schema is the gateway's to refuse, with its reason.
-    let schema = tool.remove("inputSchema").unwrap_or(Value::Null);
-    let mut spec = ToolSpec::new(name, schema);
-    if let Some(Value::String(title)) = tool.remove("title") {
-        spec = spec.with_title(title);
-    }
-    if let Some(Value::String(description)) = tool.remove("description") {
-        spec = spec.with_description(description);
-    }
-    Ok(spec)
-}
+/// The `tools` array, each entry read onto the listing as it comes; past
+/// [`MAX_TOOLS`] entries are counted, not kept, so a page of a million tiny
+/// entries costs no memory.
+struct Entries<'l>(&'l mut Listing);
 
-/// What follows a page.
-enum Next {
-    End,
-    Cursor(String),
-    NotString,
-}
-
-/// A page as the typed reading saw it.
-struct Page {
-    tools: bool,
-    next: Next,
-}
-
-/// Gives up on the typed reading: the `Value` path decides.
-fn give_up<E: de::Error>() -> E {
-    E::custom("not the plain case")
-}
-
-/// The members of a page, or of a tool, that the listing reads.
-#[derive(Clone, Copy)]
-enum Key {
-    Tools,
-    NextCursor,
-    Name,
-    Title,
-    Description,
-    InputSchema,
-    Other,
-}
-
-impl<'de> de::Deserialize<'de> for Key {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_identifier(KeyVisitor)
-    }
-}
-
-struct KeyVisitor;
-
-impl Visitor<'_> for KeyVisitor {
-    type Value = Key;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a member name")
-    }
-
-    fn visit_str<E: de::Error>(self, key: &str) -> Result<Key, E> {
-        Ok(match key {
-            "tools" => Key::Tools,
-            "nextCursor" => Key::NextCursor,
-            "name" => Key::Name,
-            "title" => Key::Title,
-            "description" => Key::Description,
-            "inputSchema" => Key::InputSchema,
-            _ => Key::Other,
-        })
-    }
-}
-
-/// A page: only an object, each member at most once.
-struct PageSeed<'l>(&'l mut Listing);
-
-impl<'de> DeserializeSeed<'de> for PageSeed<'_> {
-    type Value = Page;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Page, D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for PageSeed<'_> {
-    type Value = Page;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a tools/list result")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Page, A::Error> {
-        let mut tools = false;
-        let mut next = None;
-        while let Some(key) = map.next_key::<Key>()? {
-            match key {
-                Key::Tools if !tools => {
-                    map.next_value_seed(ToolsSeed(self.0))?;
-                    tools = true;
-                }
-                Key::NextCursor if next.is_none() => {
-                    next = Some(match map.next_value::<Value>()? {
-                        Value::Null => Next::End,
-                        Value::String(next) => Next::Cursor(next),
-                        _ => Next::NotString,
-                    });
-                }
-                Key::Tools | Key::NextCursor => return Err(give_up()),
-                _ => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-        }
-        Ok(Page {
-            tools,
-            next: next.unwrap_or(Next::End),
-        })
-    }
-}
-
-/// The `tools` array, each entry pushed onto the listing as it is read.
-/// Anything but an array gives up (the `Value` path then words it).
-struct ToolsSeed<'l>(&'l mut Listing);
-
-impl<'de> DeserializeSeed<'de> for ToolsSeed<'_> {
-    type Value = ();
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_seq(self)
-    }
-}
-
-impl<'de> Visitor<'de> for ToolsSeed<'_> {
+impl<'de> Visitor<'de> for Entries<'_> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -287,13 +118,15 @@ impl<'de> Visitor<'de> for ToolsSeed<'_> {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         while self.0.offered < MAX_TOOLS {
-            match seq.next_element_seed(EntrySeed)? {
-                Some(entry) => self.0.push(entry),
-                None => return Ok(()),
+            let Some(entry) = seq.next_element::<&RawValue>()? else {
+                return Ok(());
+            };
+            self.0.offered += 1;
+            match read_tool(entry) {
+                Ok(spec) => self.0.list.tools.push(spec),
+                Err(reason) => self.0.list.rejected.push(RejectedTool::new("", reason)),
             }
         }
-        // Past the bound: counted, not kept, so a page of a million tiny
-        // entries costs no memory.
         while seq.next_element::<IgnoredAny>()?.is_some() {
             self.0.offered += 1;
         }
@@ -301,87 +134,22 @@ impl<'de> Visitor<'de> for ToolsSeed<'_> {
     }
 }
 
-/// One entry of the `tools` array: a tool, or why it is not one.
-struct EntrySeed;
-
-impl<'de> DeserializeSeed<'de> for EntrySeed {
-    type Value = Result<ToolSpec, &'static str>;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(EntryVisitor)
+fn read_tool(entry: &RawValue) -> Result<ToolSpec, String> {
+    if !entry.get().starts_with('{') {
+        return Err(NOT_AN_OBJECT.into());
     }
-}
-
-struct EntryVisitor;
-
-type Entry = Result<ToolSpec, &'static str>;
-
-impl<'de> Visitor<'de> for EntryVisitor {
-    type Value = Entry;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a tool")
+    let tool: Tool =
+        serde_json::from_str(entry.get()).map_err(|e| format!("the tool cannot be read: {e}"))?;
+    let name = tool.name.ok_or_else(|| NO_NAME.to_owned())?;
+    // A missing schema is the gateway's to refuse, with its reason.
+    let mut spec = ToolSpec::new(name, tool.input_schema.unwrap_or(Value::Null));
+    if let Some(title) = tool.title {
+        spec = spec.with_title(title);
     }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Entry, A::Error> {
-        let mut name = None;
-        let mut title = None;
-        let mut description = None;
-        let mut schema = None;
-        // A member twice over: the later one counts, as in a `Value` map.
-        while let Some(key) = map.next_key::<Key>()? {
-            match key {
-                Key::Name => name = Some(map.next_value::<Value>()?),
-                Key::Title => title = Some(map.next_value::<Value>()?),
-                Key::Description => description = Some(map.next_value::<Value>()?),
-                Key::InputSchema => schema = Some(map.next_value::<Value>()?),
-                _ => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-        }
-        let Some(Value::String(name)) = name else {
-            return Ok(Err(NO_NAME));
-        };
-        // A missing schema is the gateway's to refuse, with its reason.
-        let mut spec = ToolSpec::new(name, schema.unwrap_or(Value::Null));
-        if let Some(Value::String(title)) = title {
-            spec = spec.with_title(title);
-        }
-        if let Some(Value::String(description)) = description {
-            spec = spec.with_description(description);
-        }
-        Ok(Ok(spec))
+    if let Some(description) = tool.description {
+        spec = spec.with_description(description);
     }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Entry, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(Err(NOT_AN_OBJECT))
-    }
-
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Entry, E> {
-        Ok(Err(NOT_AN_OBJECT))
-    }
-
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Entry, E> {
-        Ok(Err(NOT_AN_OBJECT))
-    }
-
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Entry, E> {
-        Ok(Err(NOT_AN_OBJECT))
-    }
-
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Entry, E> {
-        Ok(Err(NOT_AN_OBJECT))
-    }
-
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<Entry, E> {
-        Ok(Err(NOT_AN_OBJECT))
-    }
-
-    fn visit_unit<E: de::Error>(self) -> Result<Entry, E> {
-        Ok(Err(NOT_AN_OBJECT))
-    }
+    Ok(spec)
 }
 
 #[cfg(test)]
@@ -389,20 +157,11 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    /// Reads `pages` both ways; they must agree; returns the typed outcome.
+    /// Reads `pages` in turn; returns the listing and each page's outcome.
     fn read(pages: &[&str]) -> (Listing, Vec<Result<Option<String>, String>>) {
-        let mut fast = Listing::default();
-        let mut slow = Listing::default();
-        let mut outcomes = Vec::new();
-        for page in pages {
-            let f = read_page(page, &mut fast);
-            let value: Value = serde_json::from_str(page).expect("test pages are JSON");
-            let s = read_page_value(value, &mut slow);
-            assert_eq!(f, s, "{page}");
-            assert_eq!(fast, slow, "{page}");
-            outcomes.push(f);
-        }
-        (fast, outcomes)
+        let mut listing = Listing::default();
+        let outcomes = pages.iter().map(|p| read_page(p, &mut listing)).collect();
+        (listing, outcomes)
     }
 
     fn reasons(listing: &Listing) -> Vec<&str> {
@@ -483,31 +242,25 @@ mod tests {
         assert_eq!(tools[2].input_schema, json!([1, 2]));
     }
 
+    /// JSON leaves a member given twice to the reader: a tool with one is
+    /// rejected, a page with one is a fault.
     #[test]
-    fn a_member_twice_over_counts_as_its_later_one() {
-        let (listing, _) = read(&[
-            r#"{"tools":[{"name":"a","name":"b","inputSchema":1,"inputSchema":{"type":"object"}},
-                {"name":"c","name":5},{"name":5,"name":"d","title":"t","title":1}]}"#,
-        ]);
-        let names: Vec<_> = listing.list.tools.iter().map(|t| t.name.as_str()).collect();
-        assert_eq!(names, ["b", "d"]);
-        assert_eq!(
-            listing.list.tools[0].input_schema,
-            json!({"type": "object"})
+    fn a_member_given_twice_is_never_guessed_at() {
+        let (listing, outcomes) = read(&[r#"{"tools":[{"name":"a","name":"b"},{"name":"c"}]}"#]);
+        assert_eq!(outcomes, [Ok(None)]);
+        assert_eq!(listing.list.tools.len(), 1);
+        assert_eq!(listing.list.tools[0].name, "c");
+        let reasons = reasons(&listing);
+        assert!(
+            reasons[0].starts_with("the tool cannot be read: duplicate field `name`"),
+            "{reasons:?}"
         );
-        assert_eq!(listing.list.tools[1].title, None);
-        assert_eq!(reasons(&listing), [NO_NAME]);
-        // On the page: the `Value` path reads it, and the later one counts.
-        let (listing, outcomes) = read(&[
-            r#"{"tools":[{"name":"a"}],"nextCursor":"1"}"#,
-            r#"{"tools":[{"name":"lost"}],"tools":[{"name":"b"},2],"nextCursor":"x","nextCursor":null}"#,
-        ]);
-        assert_eq!(outcomes, [Ok(Some("1".into())), Ok(None)]);
-        let names: Vec<_> = listing.list.tools.iter().map(|t| t.name.as_str()).collect();
-        assert_eq!(names, ["a", "b"]);
-        assert_eq!(listing.offered(), 3);
-        let (_, outcomes) = read(&[r#"{"tools":[{"name":"a"}],"tools":{}}"#]);
-        assert_eq!(outcomes, [Err(NO_TOOLS.to_owned())]);
+        let (_, outcomes) = read(&[r#"{"tools":[{"name":"a"}],"tools":[]}"#]);
+        let fault = outcomes[0].as_ref().expect_err("a fault");
+        assert!(
+            fault.starts_with("a tools/list page cannot be read: duplicate field `tools`"),
+            "{fault}"
+        );
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! A trace of every JSON-RPC line sent to and received from each server,
 //! with the provider and a time stamp, for an operator debugging a server
 //! (`spear-capabilities --trace FILE`). Off unless [`trace_to`] was called:
-//! then each server's stdin and stdout pass through a relay that copies
-//! each line into the trace unchanged.
+//! then the connection records each line it sends and each it reads (a line
+//! past the line bound ends the connection unrecorded).
 
 use std::fs::File;
 use std::io::Write;

@@ -1,41 +1,18 @@
 //! Starting a server without copying the embedder: `clone(CLONE_VM |
 //! CLONE_VFORK)`, as glibc's `posix_spawn` does, plus the parent-death
-//! signal, which `posix_spawn` cannot set.
-//!
-//! Why it exists: std's `Command` spawns through `posix_spawn` (the child
-//! borrows the parent's memory until it execs) unless a `pre_exec` hook is
-//! set; with one it `fork`s, and fork copies the page tables of the whole
-//! embedder, which then takes a copy-on-write fault on every page it writes
-//! next. The cost grows with the embedder's memory: on the shared yardstick
-//! the `spawn + initialize` row went from 1.04-1.10x the floor to 3.3-4.8x
-//! when the parent-death hook came in, and back to 1.13x without it (same
-//! build). Timed bare (C, `/bin/true`, touching the parent's memory after
-//! each spawn, 200 spawns, busy machine): with 100 MB resident, fork 9.6 ms
-//! a spawn against 0.62 ms for `posix_spawn` and 0.79 ms for this clone;
-//! with 400 MB, 33 ms against 1.6 and 2.0 ms. A trampoline (`setpriv
-//! --pdeathsig KILL`) would keep `posix_spawn` but costs a second exec.
+//! signal, which `posix_spawn` cannot set (std's `Command` with a
+//! `pre_exec` hook forks, copying the page tables of the whole embedder).
 //!
 //! The child shares the parent's memory and runs on a stack of its own
 //! until `execve`, so it makes only async-signal-safe system calls on data
-//! the parent prepared (C strings and NULL-terminated pointer arrays), never
-//! allocates, never unwinds. The parent blocks every signal around the
-//! clone, glibc's internal ones too (through the raw system call, as
-//! glibc's own `posix_spawn` does), so that no handler runs in the child on
-//! the shared memory; the child resets handlers to the default, closes
-//! every descriptor above 2 (the embedder's, close-on-exec or not, are not
-//! the server's to read) and unblocks all before exec. The unsafe code of
-//! the crate's spawn is here and nowhere else.
+//! the parent prepared, never allocates, never unwinds. The parent blocks
+//! every signal around the clone, glibc's internal ones too (the raw system
+//! call, as glibc's `posix_spawn` does), so that no handler runs in the
+//! child; the child resets handlers, closes every descriptor above 2 (the
+//! embedder's are not the server's to read) and unblocks all before exec.
 //!
-//! The program is looked up as execvp(3) does (each PATH entry in turn,
-//! Permission denied if one was found but not executable), but like
-//! `posix_spawnp` a file without a `#!` line is not handed to `/bin/sh`:
-//! it fails with "Exec format error".
-//!
-//! The parent reaps its child itself (there is no `tokio::process::Child`):
-//! readiness of a pidfd on the runtime, else a thread blocked in `waitpid`;
-//! a [`Child`] dropped before its end is killed and reaped off the runtime.
-//! With a pidfd, signals and reaping go through it, so they can never reach
-//! another process that was given a reused pid.
+//! The program is looked up as execvp(3) does, but like `posix_spawnp` a
+//! file without a `#!` line is not handed to `/bin/sh`.
 
 #![allow(unsafe_code)]
 
@@ -43,21 +20,19 @@ use std::ffi::{CString, OsStr, OsString};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::ExitStatus;
 use std::sync::atomic::{AtomicI32, Ordering};
 
 use libc::{c_char, c_int, c_void};
 use rustix::pipe::{PipeFlags, pipe_with};
-use tokio::io::unix::AsyncFd;
+
+use super::child::Child;
 
 /// The child's stack: its frames are a few hundred bytes, `execve` reads
 /// its arguments from the parent's memory.
 const STACK: usize = 64 * 1024;
 
-/// What a started child leaves the parent: its pid, a pidfd when the
-/// kernel gives one, and the parent's ends of the three pipes.
+/// A started child and the parent's ends of its three pipes.
 #[derive(Debug)]
 pub(super) struct Spawned {
     pub(super) child: Child,
@@ -66,22 +41,10 @@ pub(super) struct Spawned {
     pub(super) stderr: OwnedFd,
 }
 
-/// A child of this process not reaped yet. Dropping it before
-/// [`Child::wait`] returned kills it (SIGKILL) and reaps it on a thread of
-/// its own, so that no zombie is left whatever ends the waiting task.
-#[derive(Debug)]
-pub(super) struct Child {
-    pid: libc::pid_t,
-    pidfd: Option<OwnedFd>,
-    /// Reaped, or reaping handed to a thread.
-    done: bool,
-}
-
 /// The command, as the child needs it: each part a C string.
 #[derive(Debug)]
 pub(super) struct Exec {
-    /// Where to look for the program, in order (one path unless a bare
-    /// name is looked up in `PATH`).
+    /// Where to look for the program, in order.
     candidates: Vec<CString>,
     argv: Vec<CString>,
     envp: Vec<CString>,
@@ -97,8 +60,7 @@ impl Exec {
     ) -> io::Result<Self> {
         let envp = env
             .into_iter()
-            .map(|(name, value)| {
-                let mut pair = name;
+            .map(|(mut pair, value)| {
                 pair.push("=");
                 pair.push(value);
                 c_string(&pair)
@@ -110,8 +72,7 @@ impl Exec {
         } else if name.as_bytes().contains(&b'/') {
             vec![c_string(name)?]
         } else {
-            // As execvp(3): each entry of PATH in turn, an empty one being
-            // the working folder; the default when PATH is not set.
+            // Each entry of PATH in turn, an empty one being the working folder.
             let path = envp
                 .iter()
                 .find_map(|pair| pair.as_bytes().strip_prefix(b"PATH="))
@@ -127,7 +88,7 @@ impl Exec {
                 })
                 .collect::<io::Result<_>>()?
         };
-        let argv = std::iter::once(Ok(c_string(name)?))
+        let argv = std::iter::once(c_string(name))
             .chain(args.into_iter().map(|a| c_string(OsStr::new(a))))
             .collect::<io::Result<_>>()?;
         Ok(Exec {
@@ -164,15 +125,12 @@ struct ChildArgs {
 
 /// NULL-terminated array of pointers into `strings`, which must outlive it.
 fn pointers(strings: &[CString]) -> Vec<*const c_char> {
-    strings
-        .iter()
-        .map(|s| s.as_ptr())
-        .chain(std::iter::once(std::ptr::null()))
-        .collect()
+    let strings = strings.iter().map(|s| s.as_ptr());
+    strings.chain(std::iter::once(std::ptr::null())).collect()
 }
 
 /// A pipe whose `child` end is a descriptor above 2 (so that the dup2s
-/// onto 0, 1 and 2 cannot overwrite one another) and both ends close on exec.
+/// onto 0, 1 and 2 cannot overwrite one another), both ends close-on-exec.
 fn pipe(child_reads: bool) -> io::Result<(OwnedFd, OwnedFd)> {
     let (read, write) = pipe_with(PipeFlags::CLOEXEC)?;
     let (parent, child) = if child_reads {
@@ -180,25 +138,25 @@ fn pipe(child_reads: bool) -> io::Result<(OwnedFd, OwnedFd)> {
     } else {
         (read, write)
     };
-    let child = if child.as_raw_fd() < 3 {
-        rustix::io::fcntl_dupfd_cloexec(&child, 3)?
-    } else {
-        child
-    };
+    if child.as_raw_fd() < 3 {
+        return Ok((parent, rustix::io::fcntl_dupfd_cloexec(&child, 3)?));
+    }
     Ok((parent, child))
 }
 
 /// Starts `exec` in a process group of its own with the parent-death
-/// signal set to SIGKILL: to be called on the one long-lived spawner
-/// thread, since the kernel sends that signal when the creating *thread*
-/// ends. The error is the reason exec failed, as execvp(3) would give it.
+/// signal set to SIGKILL: to be called on a thread that lives as long as
+/// the process, since the kernel sends that signal when the creating
+/// *thread* ends. The error is the reason exec failed, as execvp(3) gives it.
 pub(super) fn spawn(exec: &Exec) -> io::Result<Spawned> {
     let (stdin, child_in) = pipe(true)?;
     let (stdout, child_out) = pipe(false)?;
     let (stderr, child_err) = pipe(false)?;
-    let candidates = pointers(&exec.candidates);
-    let argv = pointers(&exec.argv);
-    let envp = pointers(&exec.envp);
+    let (candidates, argv, envp) = (
+        pointers(&exec.candidates),
+        pointers(&exec.argv),
+        pointers(&exec.envp),
+    );
     let args = ChildArgs {
         candidates: candidates.as_ptr(),
         argv: argv.as_ptr(),
@@ -215,15 +173,11 @@ pub(super) fn spawn(exec: &Exec) -> io::Result<Spawned> {
     };
     let stack = Stack::new()?;
     let (pid, pidfd) = match clone(&args, &stack, libc::CLONE_PIDFD) {
-        // Kernels before 5.2 have no CLONE_PIDFD: wait on a thread instead.
+        // Kernels before 5.2 have no CLONE_PIDFD.
         Err(e) if e.raw_os_error() == Some(libc::EINVAL) => clone(&args, &stack, 0)?,
         other => other?,
     };
-    let mut child = Child {
-        pid,
-        pidfd,
-        done: false,
-    };
+    let child = Child::new(pid, pidfd);
     match args.errno.load(Ordering::SeqCst) {
         0 => Ok(Spawned {
             child,
@@ -231,12 +185,9 @@ pub(super) fn spawn(exec: &Exec) -> io::Result<Spawned> {
             stdout,
             stderr,
         }),
-        errno => {
-            // The child has exited (CLONE_VFORK resumed us after its
-            // _exit): collect it now.
-            child.done = !matches!(reap(pid, child.pidfd.as_ref(), 0), Reaped::Running);
-            Err(io::Error::from_raw_os_error(errno))
-        }
+        // The child has exited (CLONE_VFORK resumed us after its _exit):
+        // dropping it reaps it.
+        errno => Err(io::Error::from_raw_os_error(errno)),
     }
 }
 
@@ -255,14 +206,13 @@ fn clone(
 ) -> io::Result<(libc::pid_t, Option<OwnedFd>)> {
     let mut pidfd: c_int = -1;
     let flags = libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD | extra;
-    let all = SignalMask::block_all()?;
-    // SAFETY: the child runs `child_main` on `stack` (64 KiB, a guard page
-    // below it, 16-byte aligned top) in our memory; this thread is
-    // suspended until it execs or exits, so `args` and the arrays it points
-    // to stay valid and unchanged while the child reads them. All signals
-    // are blocked, so no handler runs in the child before it resets them.
-    // With CLONE_PIDFD the kernel writes the pidfd into `pidfd` (the
-    // wrapper's parent_tid argument).
+    let old = set_mask(u64::MAX)?;
+    // SAFETY: the child runs `child_main` on `stack` (a guard page below,
+    // 16-byte aligned top) in our memory; this thread is suspended until it
+    // execs or exits, so `args` and what it points to stay valid and
+    // unchanged. Every signal is blocked, so no handler runs in the child
+    // before it resets them. With CLONE_PIDFD the kernel writes the pidfd
+    // into `pidfd` (the wrapper's parent_tid argument).
     let pid = unsafe {
         libc::clone(
             child_main,
@@ -273,7 +223,7 @@ fn clone(
         )
     };
     let error = io::Error::last_os_error();
-    drop(all);
+    let _ = set_mask(old);
     if pid < 0 {
         return Err(error);
     }
@@ -310,17 +260,20 @@ extern "C" fn child_main(arg: *mut c_void) -> c_int {
                 fail(args, errno());
             }
         }
-        close_above_stderr(args.max_fd);
+        // close_range(2) and close(2) touch only the child's own descriptor
+        // table (clone without CLONE_FILES copied it).
+        if libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) != 0 {
+            for fd in 3..=args.max_fd {
+                libc::close(fd);
+            }
+        }
         // Handlers are the parent's code: back to the default, as exec
-        // would do; SIGPIPE too, which Rust ignores for itself.
-        // Every signal, 1 to 64 (Linux's _NSIG is 65); sigaction refuses
-        // SIGKILL, SIGSTOP and glibc's own two, which is fine.
+        // would do; SIGPIPE too, which Rust ignores for itself. sigaction
+        // refuses SIGKILL, SIGSTOP and glibc's own two, which is fine.
         for signal in 1..65 {
             let mut old: libc::sigaction = std::mem::zeroed();
-            if libc::sigaction(signal, std::ptr::null(), &mut old) != 0 {
-                continue;
-            }
-            if old.sa_sigaction != libc::SIG_DFL
+            if libc::sigaction(signal, std::ptr::null(), &mut old) == 0
+                && old.sa_sigaction != libc::SIG_DFL
                 && (old.sa_sigaction != libc::SIG_IGN || signal == libc::SIGPIPE)
             {
                 let mut default: libc::sigaction = std::mem::zeroed();
@@ -331,8 +284,7 @@ extern "C" fn child_main(arg: *mut c_void) -> c_int {
         let _ = set_mask(0);
         // As execvp(3): on to the next candidate when this one is missing,
         // Permission denied if one was found but not executable.
-        let mut denied = false;
-        let mut last = libc::ENOENT;
+        let (mut denied, mut last) = (false, libc::ENOENT);
         let mut candidate = args.candidates;
         while !(*candidate).is_null() {
             libc::execve(*candidate, args.argv, args.envp);
@@ -348,39 +300,6 @@ extern "C" fn child_main(arg: *mut c_void) -> c_int {
     }
 }
 
-/// Closes every descriptor above 2 in the child.
-///
-/// # Safety
-/// Only in the child: raw system calls, nothing allocated.
-unsafe fn close_above_stderr(max_fd: c_int) {
-    // SAFETY: close_range(2) and close(2) touch only the child's own
-    // descriptor table (clone without CLONE_FILES copied it).
-    unsafe {
-        if libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) == 0 {
-            return;
-        }
-        for fd in 3..=max_fd {
-            libc::close(fd);
-        }
-    }
-}
-
-/// The highest descriptor this process may have open: one below its
-/// `RLIMIT_NOFILE` (capped, so that the fallback loop stays finite).
-fn max_fd() -> c_int {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit(2) writes the struct we pass.
-    let cur = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0 {
-        limit.rlim_cur
-    } else {
-        1 << 20
-    };
-    c_int::try_from(cur.min(1 << 20)).unwrap_or(1 << 20) - 1
-}
-
 /// Ends the child before exec, saying why in the parent's memory.
 ///
 /// # Safety
@@ -389,6 +308,23 @@ unsafe fn fail(args: &ChildArgs, errno: c_int) -> ! {
     args.errno.store(errno.max(1), Ordering::SeqCst);
     // SAFETY: _exit(2) ends the child at once, running nothing of ours.
     unsafe { libc::_exit(127) }
+}
+
+/// The highest descriptor this process may have open: one below its
+/// `RLIMIT_NOFILE`, capped so that the fallback loop stays short.
+fn max_fd() -> c_int {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit(2) writes the struct we pass.
+    let ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0;
+    let cur = if ok {
+        limit.rlim_cur.min(1 << 20)
+    } else {
+        1 << 20
+    };
+    c_int::try_from(cur).unwrap_or(1 << 20) - 1
 }
 
 /// The child's stack: an anonymous mapping with a guard page below.
@@ -401,11 +337,12 @@ impl Stack {
         // SAFETY: a fresh private anonymous mapping, ours alone; the guard
         // page is its lowest page.
         unsafe {
+            let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK;
             let base = libc::mmap(
                 std::ptr::null_mut(),
                 STACK + page(),
                 libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+                flags,
                 -1,
                 0,
             );
@@ -430,29 +367,18 @@ impl Stack {
 impl Drop for Stack {
     fn drop(&mut self) {
         // SAFETY: our mapping, no longer used (the child has exec'd or exited).
-        unsafe {
-            libc::munmap(self.base, STACK + page());
-        }
+        unsafe { libc::munmap(self.base, STACK + page()) };
     }
 }
 
 fn page() -> usize {
     // SAFETY: sysconf(3) has no preconditions.
-    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    usize::try_from(size).unwrap_or(4096)
+    usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096)
 }
 
-/// This thread's signal mask, every signal blocked until dropped.
-struct SignalMask {
-    old: u64,
-}
-
-/// The kernel's signal set: one bit a signal, 1 to 64.
-const KERNEL_SIGSET: usize = 8;
-
-/// Sets this thread's signal mask to `mask` through the raw system call,
-/// which, unlike `pthread_sigmask`, also sets glibc's internal signals
-/// (cancellation and `setxid`); returns the mask it replaced.
+/// Sets this thread's signal mask (one bit a signal, 1 to 64) through the
+/// raw system call, which, unlike `pthread_sigmask`, also sets glibc's
+/// internal signals; returns the mask it replaced. Async-signal-safe.
 fn set_mask(mask: u64) -> io::Result<u64> {
     let mut old = 0u64;
     // SAFETY: rt_sigprocmask(2) reads and writes two 8-byte sets we own;
@@ -463,221 +389,13 @@ fn set_mask(mask: u64) -> io::Result<u64> {
             libc::SIG_SETMASK,
             &mask as *const u64,
             &mut old as *mut u64,
-            KERNEL_SIGSET,
+            8usize,
         )
     };
     if r == 0 {
         Ok(old)
     } else {
         Err(io::Error::last_os_error())
-    }
-}
-
-impl SignalMask {
-    fn block_all() -> io::Result<Self> {
-        Ok(SignalMask {
-            old: set_mask(u64::MAX)?,
-        })
-    }
-}
-
-impl Drop for SignalMask {
-    fn drop(&mut self) {
-        let _ = set_mask(self.old);
-    }
-}
-
-/// What `waitpid` said of a child.
-enum Reaped {
-    /// It ended and is reaped.
-    Exited(ExitStatus),
-    /// It runs (WNOHANG).
-    Running,
-    /// It is not ours to reap (ECHILD: someone's `waitpid(-1)` took it).
-    Gone,
-}
-
-/// Reaps `pid`, through its pidfd when there is one (`waitid(P_PIDFD)`,
-/// which cannot reach a process given a reused pid), else `waitpid`;
-/// again when interrupted.
-fn reap(pid: libc::pid_t, pidfd: Option<&OwnedFd>, flags: c_int) -> Reaped {
-    loop {
-        let by_pidfd = pidfd.map(|fd| reap_pidfd(fd, flags));
-        let got = match by_pidfd {
-            // Kernels 5.2 and 5.3 give pidfds but cannot wait on them.
-            Some(Err(e)) if e.raw_os_error() == Some(libc::EINVAL) => reap_pid(pid, flags),
-            Some(got) => got,
-            None => reap_pid(pid, flags),
-        };
-        match got {
-            Ok(Some(status)) => return Reaped::Exited(status),
-            Ok(None) => return Reaped::Running,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => return Reaped::Gone,
-        }
-    }
-}
-
-/// `waitpid(pid)`: the status once the child ended, `None` while it runs
-/// (with `WNOHANG`).
-fn reap_pid(pid: libc::pid_t, flags: c_int) -> io::Result<Option<ExitStatus>> {
-    let mut status: c_int = 0;
-    // SAFETY: waitpid(2) writes the status we pass.
-    match unsafe { libc::waitpid(pid, &mut status, flags) } {
-        p if p == pid => Ok(Some(ExitStatus::from_raw(status))),
-        0 => Ok(None),
-        _ => Err(io::Error::last_os_error()),
-    }
-}
-
-/// `waitid(P_PIDFD, fd)`: the status once the child ended, `None` while it
-/// runs (with `WNOHANG`).
-fn reap_pidfd(fd: &OwnedFd, flags: c_int) -> io::Result<Option<ExitStatus>> {
-    // SAFETY: siginfo_t is plain data; waitid(2) fills in the one we pass
-    // (and leaves it zeroed, si_pid 0, for a child that runs), on a pidfd
-    // that is ours and open.
-    unsafe {
-        let mut info: libc::siginfo_t = std::mem::zeroed();
-        let id = fd.as_raw_fd() as libc::id_t;
-        if libc::waitid(libc::P_PIDFD, id, &mut info, libc::WEXITED | flags) != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok((info.si_pid() != 0).then(|| wait_status(info.si_code, info.si_status())))
-    }
-}
-
-/// The `waitpid` status word for what `waitid` reported.
-fn wait_status(code: c_int, status: c_int) -> ExitStatus {
-    match code {
-        libc::CLD_EXITED => ExitStatus::from_raw((status & 0xff) << 8),
-        libc::CLD_DUMPED => ExitStatus::from_raw((status & 0x7f) | 0x80),
-        _ => ExitStatus::from_raw(status & 0x7f),
-    }
-}
-
-/// A pidfd's raw descriptor, for the runtime to watch while the pidfd
-/// itself stays with its [`Child`].
-struct Watched(c_int);
-
-impl AsRawFd for Watched {
-    fn as_raw_fd(&self) -> c_int {
-        self.0
-    }
-}
-
-impl Child {
-    /// The child's pid, which is also its process group id.
-    pub(super) fn pid(&self) -> libc::pid_t {
-        self.pid
-    }
-
-    /// Waits for the child to end and reaps it. None when it was reaped by
-    /// someone else (a `waitpid(-1)` of the embedder's) or cannot be waited for.
-    ///
-    /// # Cancel safety
-    /// Dropping the future keeps the pidfd: the child is still the
-    /// [`Child`]'s to kill and reap.
-    pub(super) async fn wait(&mut self) -> Option<ExitStatus> {
-        if let Some(pidfd) = &self.pidfd {
-            // SAFETY: the pidfd stays open, the same descriptor, while the
-            // AsyncFd lives: it is this Child's, which outlives this call.
-            let watched = unsafe {
-                AsyncFd::register_with_interest(
-                    Watched(pidfd.as_raw_fd()),
-                    tokio::io::Interest::READABLE,
-                )
-            };
-            if let Ok(watched) = watched {
-                loop {
-                    match reap(self.pid, self.pidfd.as_ref(), libc::WNOHANG) {
-                        Reaped::Running => {}
-                        Reaped::Exited(status) => {
-                            self.done = true;
-                            return Some(status);
-                        }
-                        Reaped::Gone => {
-                            self.done = true;
-                            return None;
-                        }
-                    }
-                    // A pidfd is readable once its process has ended.
-                    match watched.readable().await {
-                        Ok(mut ready) => ready.clear_ready(),
-                        Err(_) => break,
-                    }
-                }
-            }
-        }
-        // No pidfd to watch: a thread blocked in waitpid, which goes on
-        // reaping if this future is dropped.
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let (pid, pidfd) = (self.pid, self.pidfd.take());
-        std::thread::Builder::new()
-            .name("spear-reaper".into())
-            .spawn(move || {
-                let _ = tx.send(match reap(pid, pidfd.as_ref(), 0) {
-                    Reaped::Exited(status) => Some(status),
-                    Reaped::Running | Reaped::Gone => None,
-                });
-            })
-            .ok()?;
-        self.done = true;
-        rx.await.ok().flatten()
-    }
-
-    /// Sends SIGKILL: through the pidfd when there is one; else to the pid,
-    /// only while it is our child not reaped yet (so it names no one else).
-    fn kill(&self) {
-        match &self.pidfd {
-            // SAFETY: pidfd_send_signal(2) on our open pidfd, no siginfo.
-            Some(fd) => unsafe {
-                libc::syscall(
-                    libc::SYS_pidfd_send_signal,
-                    fd.as_raw_fd(),
-                    libc::SIGKILL,
-                    std::ptr::null::<libc::siginfo_t>(),
-                    0u32,
-                );
-            },
-            None => {
-                // Without a pidfd, a raw pid: checked to be our running
-                // child first (WNOWAIT leaves it to be reaped below).
-                let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-                // SAFETY: waitid(2) writes the siginfo we pass.
-                let r = unsafe {
-                    libc::waitid(
-                        libc::P_PID,
-                        self.pid as libc::id_t,
-                        &mut info,
-                        libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
-                    )
-                };
-                // SAFETY: filled in (or left zeroed) by a waitid that returned 0.
-                if r == 0 && unsafe { info.si_pid() } == 0 {
-                    // SAFETY: our child, running, not reaped: its pid is its own.
-                    unsafe {
-                        libc::kill(self.pid, libc::SIGKILL);
-                    }
-                }
-            }
-        }
-    }
-}
-
-impl Drop for Child {
-    fn drop(&mut self) {
-        if self.done {
-            return;
-        }
-        // As tokio's kill_on_drop: the waiting task is gone (its runtime
-        // shut down, or the start failed) and so is the connection.
-        self.kill();
-        if let Reaped::Running = reap(self.pid, self.pidfd.as_ref(), libc::WNOHANG) {
-            let (pid, pidfd) = (self.pid, self.pidfd.take());
-            let _ = std::thread::Builder::new()
-                .name("spear-reaper".into())
-                .spawn(move || reap(pid, pidfd.as_ref(), 0));
-        }
     }
 }
 
@@ -701,12 +419,12 @@ mod tests {
     #[test]
     fn the_clone_runs_with_every_signal_blocked() {
         let before = blocked();
-        let mask = SignalMask::block_all().expect("blocked");
+        let old = set_mask(u64::MAX).expect("blocked");
         let during = blocked();
         for signal in [libc::SIGTERM, libc::SIGCHLD, 32, 33, 64] {
             assert_ne!(during & (1 << (signal - 1)), 0, "signal {signal} unblocked");
         }
-        drop(mask);
+        set_mask(old).expect("restored");
         assert_eq!(blocked(), before);
     }
 
@@ -721,11 +439,11 @@ mod tests {
         )
         .expect("exec");
         let mut spawned = spawn(&exec).expect("spawned");
-        assert!(spawned.child.pidfd.is_some(), "this kernel gives pidfds");
+        assert!(spawned.child.has_pidfd(), "this kernel gives pidfds");
         let waited =
             tokio::time::timeout(std::time::Duration::from_millis(20), spawned.child.wait()).await;
         assert!(waited.is_err(), "sleep 30 ended");
-        assert!(spawned.child.pidfd.is_some(), "the pidfd was lost");
+        assert!(spawned.child.has_pidfd(), "the pidfd was lost");
         let pid = spawned.child.pid();
         drop(spawned);
         // Killed and reaped through the pidfd.

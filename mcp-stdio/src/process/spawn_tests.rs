@@ -25,7 +25,7 @@ fn config(command: &[&str], env: &[(&str, &str)]) -> ServerConfig {
 
 /// The reason a start failed.
 async fn start_error(command: &[&str], env: &[(&str, &str)]) -> String {
-    match ServerProcess::spawn("t", &config(command, env), Path::new("/")).await {
+    match ServerProcess::spawn(&config(command, env), Path::new("/")).await {
         Err(Failure::Start(reason)) => reason,
         Err(other) => panic!("{other:?}"),
         Ok(_) => panic!("{command:?} started"),
@@ -34,7 +34,7 @@ async fn start_error(command: &[&str], env: &[(&str, &str)]) -> String {
 
 /// What the server wrote on stdout, to its end.
 async fn output(command: &[&str], env: &[(&str, &str)]) -> (u32, String) {
-    let (process, mut pipes) = ServerProcess::spawn("t", &config(command, env), Path::new("/"))
+    let (process, mut pipes) = ServerProcess::spawn(&config(command, env), Path::new("/"))
         .await
         .expect("spawned");
     let mut out = String::new();
@@ -157,10 +157,9 @@ async fn an_argument_reaches_the_server_as_given() {
 
 #[tokio::test]
 async fn a_server_dropped_without_stop_is_killed_and_reaped() {
-    let (process, pipes) =
-        ServerProcess::spawn("t", &config(&["sleep", "30"], &[]), Path::new("/"))
-            .await
-            .expect("spawned");
+    let (process, pipes) = ServerProcess::spawn(&config(&["sleep", "30"], &[]), Path::new("/"))
+        .await
+        .expect("spawned");
     let pid = process.pid();
     drop(pipes);
     drop(process);
@@ -180,7 +179,7 @@ fn a_server_whose_runtime_shut_down_is_killed_and_reaped() {
         .expect("runtime");
     let (process, pipes) = runtime
         .block_on(async {
-            ServerProcess::spawn("t", &config(&["sleep", "30"], &[]), Path::new("/")).await
+            ServerProcess::spawn(&config(&["sleep", "30"], &[]), Path::new("/")).await
         })
         .expect("spawned");
     let pid = process.pid();
@@ -194,7 +193,7 @@ fn a_server_whose_runtime_shut_down_is_killed_and_reaped() {
 #[test]
 fn a_start_without_a_runtime_is_refused() {
     let config = config(&["sleep", "30"], &[]);
-    let start = std::pin::pin!(ServerProcess::spawn("t", &config, Path::new("/")));
+    let start = std::pin::pin!(ServerProcess::spawn(&config, Path::new("/")));
     let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
     let reason = match start.poll(&mut cx) {
         std::task::Poll::Ready(Err(Failure::Start(reason))) => reason,
@@ -234,13 +233,12 @@ async fn a_descriptor_inherited_without_cloexec_is_not_open_in_the_server() {
 /// it) and later starts still work.
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_panicking_spawn_job_takes_no_server_down() {
-    let (process, _pipes) =
-        ServerProcess::spawn("t", &config(&["sleep", "30"], &[]), Path::new("/"))
-            .await
-            .expect("spawned");
+    let (process, _pipes) = ServerProcess::spawn(&config(&["sleep", "30"], &[]), Path::new("/"))
+        .await
+        .expect("spawned");
     super::on_spawner_thread(Box::new(|| panic!("a spawn job that panics (on purpose)")))
         .expect("queued");
-    let (second, _more) = ServerProcess::spawn("t", &config(&["sleep", "30"], &[]), Path::new("/"))
+    let (second, _more) = ServerProcess::spawn(&config(&["sleep", "30"], &[]), Path::new("/"))
         .await
         .expect("a later start works");
     // Give a SIGKILL from a dead spawner thread time to land.
@@ -264,10 +262,9 @@ async fn a_start_waiting_for_the_spawner_does_not_block_its_runtime() {
             counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         }
     });
-    let (process, _pipes) =
-        ServerProcess::spawn("t", &config(&["sleep", "30"], &[]), Path::new("/"))
-            .await
-            .expect("spawned");
+    let (process, _pipes) = ServerProcess::spawn(&config(&["sleep", "30"], &[]), Path::new("/"))
+        .await
+        .expect("spawned");
     ticker.abort();
     let ticked = ticks.load(std::sync::atomic::Ordering::SeqCst);
     assert!(
