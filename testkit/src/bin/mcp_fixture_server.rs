@@ -48,6 +48,8 @@ const USAGE: &str = "usage: spear-fixture-server [flags]
   --crash-from-start K  from the Kth start on, exit on the first tools/call
   --start-delay MS      wait MS milliseconds before answering initialize
   --page-delay MS       wait MS milliseconds before each tools/list page
+  --work-us N           spend N microseconds of CPU (busy) before each
+                        tools/call answer, as a server that computes does
   --page-pad BYTES      add a member of BYTES bytes to each tools/list page
   --ping-flood          after initialized, send `ping` requests with 1 MiB ids
                         without end and never read stdin again
@@ -79,6 +81,8 @@ struct Opts {
     crash_on_call: bool,
     start_delay: Duration,
     page_delay: Duration,
+    /// CPU spent on each call before its answer (--work-us).
+    work: Duration,
     page_pad: usize,
     ping_flood: bool,
 }
@@ -129,6 +133,7 @@ fn parse() -> Opts {
             "--crash-from-start" => crash_from = Some(number(value())),
             "--start-delay" => o.start_delay = Duration::from_millis(number(value()) as u64),
             "--page-delay" => o.page_delay = Duration::from_millis(number(value()) as u64),
+            "--work-us" => o.work = Duration::from_micros(number(value()) as u64),
             "--page-pad" => o.page_pad = number(value()),
             "--ping-flood" => o.ping_flood = true,
             "--pid-file" => {
@@ -341,6 +346,10 @@ impl Server {
             "tools/list" => self.list(id, &m["params"]),
             "tools/call" => {
                 let params = m["params"].as_object().cloned().unwrap_or_default();
+                let busy = std::time::Instant::now();
+                while busy.elapsed() < self.o.work {
+                    std::hint::spin_loop();
+                }
                 if self.o.gather > 0 {
                     self.held.push((id, params));
                     if self.held.len() >= self.o.gather {
