@@ -66,6 +66,25 @@ async fn a_silent_server_times_out() {
 }
 
 #[tokio::test]
+async fn an_initialize_that_times_out_is_never_cancelled() {
+    // MCP cancellation: "The initialize request MUST NOT be cancelled by clients".
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("in.jsonl");
+    let err = try_start(
+        &["--silent", "--log", log.to_str().expect("utf-8")],
+        options().with_timeout(Duration::from_millis(300)),
+    )
+    .await
+    .expect_err("times out");
+    assert!(matches!(err, Error::Timeout { .. }), "{err:?}");
+    // The server is reaped, so it has logged every line the client sent.
+    common::assert_gone(common::pid_in(stderr_of(&err)));
+    let lines = received(&log);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(lines[0]["method"], "initialize");
+}
+
+#[tokio::test]
 async fn a_server_that_exits_at_start_crashed_with_its_status_and_stderr() {
     let err = try_start(&["--exit-at-start", "7"], options())
         .await
