@@ -8,4 +8,6 @@
 
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| spear_mcp_stdio::fuzzing::fuzz_stdout(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    spear_mcp_stdio::fuzzing::fuzz_stdout(data);
+});

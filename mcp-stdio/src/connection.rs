@@ -340,40 +340,37 @@ async fn read_loop(
 /// Hands one line from the server to whom it is for.
 fn handle_line(shared: &Shared, line: &[u8]) -> Result<(), Failure> {
     match codec::decode(line) {
-        Incoming::Junk
-        | Incoming::Response {
-            outcome: Outcome::Malformed(_),
-            ..
-        } => {
-            let mut state = shared.lock();
-            state.stats.junk_lines += 1;
-            let cut = &line[..line.len().min(200)];
-            state.stats.last_junk = Some(String::from_utf8_lossy(cut).into_owned());
-        }
+        Incoming::Junk => junk(shared, line),
         Incoming::Response { id, outcome } => {
             let waiting = {
                 let mut state = shared.lock();
                 let reads = state.reads;
-                let waiting = match id.map(|id| state.pending.entry(id)) {
+                match id.map(|id| state.pending.entry(id)) {
                     Some(Entry::Occupied(entry)) if entry.get().after < reads => {
                         Some(entry.remove())
                     }
                     _ => None,
-                };
-                if waiting.is_none() {
-                    state.stats.stray_answers += 1;
                 }
-                waiting
             };
-            if let Some(waiting) = waiting {
-                let answer = match outcome {
-                    Outcome::Result(result) => Ok(result),
-                    Outcome::Error(code, message) => Err(Failure::Rejected { code, message }),
-                    Outcome::Malformed(why) => Err(Failure::Protocol(format!(
-                        "the server's answer is malformed: {why}"
-                    ))),
-                };
-                let _ = waiting.answer.send(answer);
+            let answer = match outcome {
+                Outcome::Result(result) => Ok(result),
+                Outcome::Error(code, message) => Err(Failure::Rejected { code, message }),
+                Outcome::Malformed(why) => {
+                    junk(shared, line);
+                    // MCP: a broken answer to a pending call fails that call
+                    // at once, not at its timeout; the provider stays.
+                    Err(Failure::Unreadable(format!(
+                        "the server's answer to this call is not valid JSON-RPC: {why}"
+                    )))
+                }
+            };
+            match (waiting, answer) {
+                (Some(waiting), answer) => {
+                    let _ = waiting.answer.send(answer);
+                }
+                // Counted as junk above.
+                (None, Err(Failure::Unreadable(_))) => {}
+                (None, _) => shared.lock().stats.stray_answers += 1,
             }
         }
         Incoming::Request { id, method } => {
@@ -393,6 +390,15 @@ fn handle_line(shared: &Shared, line: &[u8]) -> Result<(), Failure> {
         }
     }
     Ok(())
+}
+
+/// Counts a line that is no message for us, keeping the last one for the
+/// operator.
+fn junk(shared: &Shared, line: &[u8]) {
+    let mut state = shared.lock();
+    state.stats.junk_lines += 1;
+    let cut = &line[..line.len().min(200)];
+    state.stats.last_junk = Some(String::from_utf8_lossy(cut).into_owned());
 }
 
 /// Armed while the reader task runs: dropped armed, it fails the connection.

@@ -26,7 +26,9 @@ fn replay(target: &str) {
     for file in files {
         let data = std::fs::read(&file).expect("readable");
         let outcome = std::panic::catch_unwind(|| match target {
-            "mcp_stdout" => spear_mcp_stdio::fuzzing::fuzz_stdout(&data),
+            "mcp_stdout" => {
+                spear_mcp_stdio::fuzzing::fuzz_stdout(&data);
+            }
             _ => fuzz::run(target, &data),
         });
         assert!(

@@ -107,3 +107,66 @@ async fn a_result_that_cannot_be_read_fails_that_call_only() {
     p.shutdown().await.expect("shutdown");
     assert_gone(pid);
 }
+
+/// MCP 2025-06-18: an answer to a pending call that breaks JSON-RPC (both
+/// result and error, neither, an error without an integer code, no
+/// `"jsonrpc": "2.0"`) fails that call at once with the reason, is counted
+/// as junk, and leaves the provider up.
+#[tokio::test]
+async fn a_malformed_answer_to_a_pending_call_fails_it_at_once() {
+    let cases = [
+        (
+            "both",
+            r#"{"jsonrpc":"2.0","id":$ID,"result":{},"error":{"code":1,"message":"m"}}"#,
+            "it holds both a result and an error",
+        ),
+        (
+            "neither",
+            r#"{"jsonrpc":"2.0","id":$ID}"#,
+            "it holds neither a result nor an error",
+        ),
+        (
+            "codeless",
+            r#"{"jsonrpc":"2.0","id":$ID,"error":{"code":"x","message":"m"}}"#,
+            "its error has no integer code",
+        ),
+        (
+            "versionless",
+            r#"{"id":$ID,"result":{"content":[]}}"#,
+            "it is not JSON-RPC 2.0",
+        ),
+    ];
+    let mut calls = serde_json::Map::new();
+    for (tool, raw, _) in cases {
+        calls.insert(tool.into(), json!([{"raw": format!("{raw}\n")}]));
+    }
+    calls.insert("good".into(), json!([{"result": text("fine")}]));
+    // A timeout far past the test's own bound: a call that waited for it
+    // would fail the test.
+    let (p, _dir) = script(Value::Object(calls)).await;
+    for (n, (tool, _, why)) in cases.into_iter().enumerate() {
+        let err = tokio::time::timeout(Duration::from_secs(10), p.call_tool(call(tool)))
+            .await
+            .expect("failed at once, not at the timeout")
+            .expect_err("malformed");
+        let Error::CallUnreadable { reason, .. } = &err else {
+            panic!("{tool}: {err:?}")
+        };
+        assert_eq!(
+            reason,
+            &format!("the server's answer to this call is not valid JSON-RPC: {why}"),
+            "{tool}"
+        );
+        assert!(p.failure().is_none(), "{tool}: {:?}", p.failure());
+        assert_eq!(p.stats().junk_lines, n as u64 + 1, "{tool}");
+        let next = p
+            .call_tool(call("good"))
+            .await
+            .expect("the next call succeeds");
+        assert_eq!(next.joined_text(), "fine");
+    }
+    assert_eq!(p.stats().stray_answers, 0);
+    let pid = p.pid();
+    p.shutdown().await.expect("shutdown");
+    assert_gone(pid);
+}
