@@ -120,8 +120,7 @@ impl ServerProcess {
         )
         .map_err(cannot_start)?;
         let spawned = spawn_on_spawner_thread(exec).await.map_err(cannot_start)?;
-        let pid = Pid::from_raw(spawned.child.pid())
-            .ok_or_else(|| Failure::Start("the server has no pid".into()))?;
+        let pid = spawned.child.pid();
         let mut child = spawned.child;
         let pipes = (|| {
             Ok::<_, std::io::Error>((

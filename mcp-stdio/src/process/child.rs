@@ -5,12 +5,12 @@
 
 #![allow(unsafe_code)]
 
-use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 
-use libc::c_int;
+use rustix::io::Errno;
+use rustix::process::{Pid, Signal, WaitId, WaitIdOptions, kill_process, pidfd_send_signal, waitid};
 use tokio::io::unix::AsyncFd;
 
 /// A child of this process not reaped yet. Dropping it before
@@ -18,7 +18,7 @@ use tokio::io::unix::AsyncFd;
 /// its own, so that no zombie is left whatever ends the waiting task.
 #[derive(Debug)]
 pub(super) struct Child {
-    pid: libc::pid_t,
+    pid: Pid,
     pidfd: Option<OwnedFd>,
     /// Reaped, or reaping handed to a thread.
     done: bool,
@@ -27,7 +27,7 @@ pub(super) struct Child {
 /// What a wait said of a child.
 enum Reaped {
     Exited(ExitStatus),
-    /// It runs (`WNOHANG`).
+    /// It runs (`NOHANG`).
     Running,
     /// It is not ours to wait for (someone's `waitpid(-1)` took it).
     Gone,
@@ -35,16 +35,16 @@ enum Reaped {
 
 /// A pidfd's raw descriptor, for the runtime to watch while the pidfd
 /// itself stays with its [`Child`].
-struct Watched(c_int);
+struct Watched(std::os::fd::RawFd);
 
 impl AsRawFd for Watched {
-    fn as_raw_fd(&self) -> c_int {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
         self.0
     }
 }
 
 impl Child {
-    pub(super) fn new(pid: libc::pid_t, pidfd: Option<OwnedFd>) -> Self {
+    pub(super) fn new(pid: Pid, pidfd: Option<OwnedFd>) -> Self {
         Child {
             pid,
             pidfd,
@@ -53,7 +53,7 @@ impl Child {
     }
 
     /// The child's pid, which is also its process group id.
-    pub(super) fn pid(&self) -> libc::pid_t {
+    pub(super) fn pid(&self) -> Pid {
         self.pid
     }
 
@@ -62,39 +62,29 @@ impl Child {
         self.pidfd.is_some()
     }
 
-    /// `waitid` on the child with `flags` (besides `WEXITED`), again when
+    /// `waitid` on the child with `flags` (besides `EXITED`), again when
     /// interrupted: through the pidfd, else (or on kernels 5.2 and 5.3,
     /// which give pidfds but cannot wait on them) by pid.
-    fn reap(&self, flags: c_int) -> Reaped {
-        let by_pid = (libc::P_PID, self.pid as libc::id_t);
-        let mut target = match &self.pidfd {
-            Some(fd) => (libc::P_PIDFD, fd.as_raw_fd() as libc::id_t),
-            None => by_pid,
-        };
+    fn reap(&self, flags: WaitIdOptions) -> Reaped {
+        let mut by_pidfd = self.pidfd.as_ref();
         loop {
-            // SAFETY: siginfo_t is plain data; waitid(2) fills in the one we
-            // pass, and leaves it zeroed (si_pid 0) for a child that runs.
-            let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-            if unsafe { libc::waitid(target.0, target.1, &mut info, libc::WEXITED | flags) } == 0 {
-                // SAFETY: filled in by waitid.
-                let (pid, code, status) =
-                    unsafe { (info.si_pid(), info.si_code, info.si_status()) };
-                return match (pid, code) {
-                    (0, _) => Reaped::Running,
-                    (_, libc::CLD_EXITED) => {
-                        Reaped::Exited(ExitStatus::from_raw((status & 0xff) << 8))
-                    }
-                    (_, libc::CLD_DUMPED) => {
-                        Reaped::Exited(ExitStatus::from_raw((status & 0x7f) | 0x80))
-                    }
-                    _ => Reaped::Exited(ExitStatus::from_raw(status & 0x7f)),
-                };
-            }
-            match io::Error::last_os_error().raw_os_error() {
-                Some(libc::EINTR) => {}
-                Some(libc::EINVAL) if target != by_pid => target = by_pid,
-                _ => return Reaped::Gone,
-            }
+            let id = by_pidfd.map_or(WaitId::Pid(self.pid), |fd| WaitId::PidFd(fd.as_fd()));
+            return match waitid(id, WaitIdOptions::EXITED | flags) {
+                Ok(None) => Reaped::Running,
+                Ok(Some(status)) => Reaped::Exited(match status.exit_status() {
+                    Some(code) => ExitStatus::from_raw((code & 0xff) << 8),
+                    None => ExitStatus::from_raw(
+                        status.terminating_signal().unwrap_or(0) & 0x7f
+                            | if status.dumped() { 0x80 } else { 0 },
+                    ),
+                }),
+                Err(Errno::INTR) => continue,
+                Err(Errno::INVAL) if by_pidfd.is_some() => {
+                    by_pidfd = None;
+                    continue;
+                }
+                Err(_) => Reaped::Gone,
+            };
         }
     }
 
@@ -113,7 +103,7 @@ impl Child {
         });
         if let Some(watched) = watched {
             loop {
-                match self.reap(libc::WNOHANG) {
+                match self.reap(WaitIdOptions::NOHANG) {
                     Reaped::Running => {}
                     Reaped::Exited(status) => {
                         self.done = true;
@@ -134,14 +124,12 @@ impl Child {
         // Nothing to watch: a thread blocked in waitid, which goes on
         // reaping if this future is dropped.
         let (tx, rx) = tokio::sync::oneshot::channel();
-        let child = Child::new(self.pid, self.pidfd.take());
-        self.done = true;
+        let mut child = Child::new(self.pid, self.pidfd.take());
+        (child.done, self.done) = (true, true);
         std::thread::Builder::new()
             .name("spear-reaper".into())
             .spawn(move || {
-                let mut child = child;
-                child.done = true;
-                let _ = tx.send(match child.reap(0) {
+                let _ = tx.send(match child.reap(WaitIdOptions::empty()) {
                     Reaped::Exited(status) => Some(status),
                     Reaped::Running | Reaped::Gone => None,
                 });
@@ -151,24 +139,16 @@ impl Child {
     }
 
     /// Sends SIGKILL: through the pidfd when there is one; else to the pid,
-    /// only once it is checked to be our child still running (`WNOWAIT`
+    /// only once it is checked to be our child still running (`NOWAIT`
     /// leaves it to be reaped), so that it names no one else.
     fn kill(&self) {
         match &self.pidfd {
-            // SAFETY: pidfd_send_signal(2) on our open pidfd, no siginfo.
-            Some(fd) => unsafe {
-                libc::syscall(
-                    libc::SYS_pidfd_send_signal,
-                    fd.as_raw_fd(),
-                    libc::SIGKILL,
-                    std::ptr::null::<libc::siginfo_t>(),
-                    0u32,
-                );
-            },
+            Some(fd) => {
+                let _ = pidfd_send_signal(fd, Signal::KILL);
+            }
             None => {
-                if let Reaped::Running = self.reap(libc::WNOHANG | libc::WNOWAIT) {
-                    // SAFETY: our child, running, not reaped: the pid is its own.
-                    unsafe { libc::kill(self.pid, libc::SIGKILL) };
+                if let Reaped::Running = self.reap(WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT) {
+                    let _ = kill_process(self.pid, Signal::KILL);
                 }
             }
         }
@@ -183,12 +163,12 @@ impl Drop for Child {
         // As tokio's kill_on_drop: the waiting task is gone (its runtime
         // shut down, or the start failed) and so is the connection.
         self.kill();
-        if let Reaped::Running = self.reap(libc::WNOHANG) {
+        if let Reaped::Running = self.reap(WaitIdOptions::NOHANG) {
             let mut child = Child::new(self.pid, self.pidfd.take());
             child.done = true;
             let _ = std::thread::Builder::new()
                 .name("spear-reaper".into())
-                .spawn(move || child.reap(0));
+                .spawn(move || child.reap(WaitIdOptions::empty()));
         }
     }
 }

@@ -25,6 +25,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 
 use libc::{c_char, c_int, c_void};
 use rustix::pipe::{PipeFlags, pipe_with};
+use rustix::process::{Pid, Resource, getpid, getrlimit};
 
 use super::child::Child;
 
@@ -166,8 +167,7 @@ pub(super) fn spawn(exec: &Exec) -> io::Result<Spawned> {
             child_out.as_raw_fd(),
             child_err.as_raw_fd(),
         ],
-        // SAFETY: getpid(2) has no preconditions.
-        parent: unsafe { libc::getpid() },
+        parent: getpid().as_raw_nonzero().get(),
         max_fd: max_fd(),
         errno: AtomicI32::new(0),
     };
@@ -177,6 +177,7 @@ pub(super) fn spawn(exec: &Exec) -> io::Result<Spawned> {
         Err(e) if e.raw_os_error() == Some(libc::EINVAL) => clone(&args, &stack, 0)?,
         other => other?,
     };
+    let pid = Pid::from_raw(pid).ok_or_else(|| io::Error::other("clone gave no pid"))?;
     let child = Child::new(pid, pidfd);
     match args.errno.load(Ordering::SeqCst) {
         0 => Ok(Spawned {
@@ -193,8 +194,7 @@ pub(super) fn spawn(exec: &Exec) -> io::Result<Spawned> {
 
 /// Whether this is the process's main thread (its thread id is the pid).
 pub(super) fn on_main_thread() -> bool {
-    // SAFETY: gettid(2) and getpid(2) have no preconditions.
-    unsafe { libc::gettid() == libc::getpid() }
+    rustix::thread::gettid() == getpid()
 }
 
 /// One clone with `extra` flags; returns once the child has exec'd or
@@ -313,18 +313,8 @@ unsafe fn fail(args: &ChildArgs, errno: c_int) -> ! {
 /// The highest descriptor this process may have open: one below its
 /// `RLIMIT_NOFILE`, capped so that the fallback loop stays short.
 fn max_fd() -> c_int {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit(2) writes the struct we pass.
-    let ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0;
-    let cur = if ok {
-        limit.rlim_cur.min(1 << 20)
-    } else {
-        1 << 20
-    };
-    c_int::try_from(cur).unwrap_or(1 << 20) - 1
+    let limit = getrlimit(Resource::Nofile).current.unwrap_or(u64::MAX);
+    c_int::try_from(limit.min(1 << 20)).unwrap_or(1 << 20) - 1
 }
 
 /// The child's stack: an anonymous mapping with a guard page below.
@@ -372,8 +362,7 @@ impl Drop for Stack {
 }
 
 fn page() -> usize {
-    // SAFETY: sysconf(3) has no preconditions.
-    usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096)
+    rustix::param::page_size()
 }
 
 /// Sets this thread's signal mask (one bit a signal, 1 to 64) through the
