@@ -1,21 +1,12 @@
-//! `mcp-stdio`: SPEAR's provider kind for MCP servers over stdio.
+//! `mcp-stdio`: SPEAR's provider kind for MCP servers over stdio, the kind
+//! of every entry that names none.
 //!
 //! It speaks MCP 2025-06-18 (initialize, tools/list, tools/call) to a child
-//! process over its stdin and stdout, and registers itself with the core as
-//! the kind `mcp-stdio`, the kind of every entry that names none.
-//!
-//! What it does that common clients miss: it refuses any other protocol
-//! version; it follows every page of `tools/list` with a guard against
-//! cursor cycles and caps on pages and tools; it bounds each line while
-//! reading it; it runs the server in its own process group and ends the whole
-//! group on shutdown and on drop, so a server started through `npx`, `uvx` or
-//! `sh -c` leaves nothing behind.
-//!
-//! It is not the gateway: selection, exposure and framing are the core's.
-//!
-//! Unsafe code is denied (workspace lint) rather than forbidden: the one
-//! exception is the server's spawn (`process/spawn.rs`, with its safety
-//! argument).
+//! process, refuses any other version, follows `tools/list` pages with caps
+//! and a cursor-cycle guard, bounds each line while reading it, and ends the
+//! server's whole process group on shutdown and drop. Selection, exposure
+//! and framing are the core's. Unsafe code is denied but for the spawn
+//! (`process/spawn.rs`, with its safety argument).
 #![deny(unsafe_code)]
 
 pub mod config;

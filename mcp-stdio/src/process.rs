@@ -1,21 +1,11 @@
-//! The server's process: spawn, stderr ring, shutdown of the whole group.
+//! The server's process: start, stderr ring, shutdown of the whole group.
 //!
-//! Child-process hygiene lives here and nowhere else. The server runs in its
-//! own process group so that shutdown and drop reach everything it started
-//! (`npx`, `uvx` and `sh -c` put the real server one or two levels down);
-//! tokio's `kill_on_drop` alone reaches only the direct child.
-//!
-//! On Linux the server also gets SIGKILL when the process that started it
-//! dies without a word (SIGKILL, abort): the parent-death signal, set in the
-//! child before exec. The kernel sends it when the *thread* that created the
-//! child ends, and a runtime's threads come and go (tokio retires idle
-//! blocking threads), so every server is started by a thread that lives as
-//! long as the process: the main thread, or else one spawner thread, which
-//! a start awaits without blocking its runtime and which no failed spawn can
-//! end. How it is started without copying the embedder's memory: the
-//! `spawn` module. What it does not reach: the server's own children.
-//! Orphaned when the server is killed, they live on unless they watch their
-//! parent (`testkit/tests/parent_death.rs` shows both).
+//! The server runs in its own process group so that stop and drop reach what
+//! it started (`npx`, `uvx`, `sh -c`). Its parent-death signal fires when the
+//! *thread* that created it ends, so every server is started by a thread that
+//! lives as long as the process: the main thread, else one spawner thread.
+//! The server's own children, orphaned when it is killed, are out of reach
+//! (`testkit/tests/parent_death.rs`).
 
 mod child;
 mod spawn;
@@ -254,13 +244,9 @@ fn on_spawner_thread(job: Job) -> std::io::Result<()> {
         .map_err(|_| std::io::Error::other("the spawner thread has ended"))
 }
 
-/// How many members of group `pgid` have not ended, where `/proc` says.
-///
-/// A member that ended but was not reaped yet still makes the group exist
-/// for `kill`. Such an orphan (a grandchild whose parent, the server, is
-/// gone) waits for pid 1, which in many containers reaps slowly or never:
-/// counting it as alive made every shutdown of a server with a grandchild
-/// wait the whole `term_grace` and then signal a group of zombies.
+/// How many members of group `pgid` have not ended, where `/proc` says: an
+/// unreaped orphan (pid 1 may never reap it) still makes the group exist for
+/// `kill`, and counting it made every such shutdown wait its whole grace.
 fn live_members(pgid: Pid) -> Option<usize> {
     let pgid = pgid.as_raw_nonzero().get();
     let dir = std::fs::read_dir("/proc").ok()?;

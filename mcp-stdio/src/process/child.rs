@@ -10,7 +10,9 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 
 use rustix::io::Errno;
-use rustix::process::{Pid, Signal, WaitId, WaitIdOptions, kill_process, pidfd_send_signal, waitid};
+use rustix::process::{
+    Pid, Signal, WaitId, WaitIdOptions, kill_process, pidfd_send_signal, waitid,
+};
 use tokio::io::unix::AsyncFd;
 
 /// A child of this process not reaped yet. Dropping it before

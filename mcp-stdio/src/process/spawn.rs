@@ -1,18 +1,12 @@
 //! Starting a server without copying the embedder: `clone(CLONE_VM |
-//! CLONE_VFORK)`, as glibc's `posix_spawn` does, plus the parent-death
-//! signal, which `posix_spawn` cannot set (std's `Command` with a
-//! `pre_exec` hook forks, copying the page tables of the whole embedder).
+//! CLONE_VFORK)` as glibc's `posix_spawn` does, plus the parent-death signal
+//! `posix_spawn` cannot set (a `pre_exec` hook would fork the whole embedder).
 //!
-//! The child shares the parent's memory and runs on a stack of its own
-//! until `execve`, so it makes only async-signal-safe system calls on data
-//! the parent prepared, never allocates, never unwinds. The parent blocks
-//! every signal around the clone, glibc's internal ones too (the raw system
-//! call, as glibc's `posix_spawn` does), so that no handler runs in the
-//! child; the child resets handlers, closes every descriptor above 2 (the
-//! embedder's are not the server's to read) and unblocks all before exec.
-//!
-//! The program is looked up as execvp(3) does, but like `posix_spawnp` a
-//! file without a `#!` line is not handed to `/bin/sh`.
+//! The child shares our memory until `execve`: it makes only
+//! async-signal-safe calls on data prepared for it, with every signal
+//! blocked around the clone (glibc's own too); it resets handlers, closes
+//! every descriptor above 2 and unblocks signals before exec. The program is
+//! looked up as execvp(3) does, but a file without `#!` is not run by `sh`.
 
 #![allow(unsafe_code)]
 
@@ -145,10 +139,9 @@ fn pipe(child_reads: bool) -> io::Result<(OwnedFd, OwnedFd)> {
     Ok((parent, child))
 }
 
-/// Starts `exec` in a process group of its own with the parent-death
-/// signal set to SIGKILL: to be called on a thread that lives as long as
-/// the process, since the kernel sends that signal when the creating
-/// *thread* ends. The error is the reason exec failed, as execvp(3) gives it.
+/// Starts `exec` in a process group of its own with the parent-death signal
+/// set to SIGKILL, on a thread that lives as long as the process; the error
+/// is why exec failed, as execvp(3) gives it.
 pub(super) fn spawn(exec: &Exec) -> io::Result<Spawned> {
     let (stdin, child_in) = pipe(true)?;
     let (stdout, child_out) = pipe(false)?;
@@ -301,7 +294,6 @@ extern "C" fn child_main(arg: *mut c_void) -> c_int {
 }
 
 /// Ends the child before exec, saying why in the parent's memory.
-///
 /// # Safety
 /// Only in the child, `args` being the parent's.
 unsafe fn fail(args: &ChildArgs, errno: c_int) -> ! {
