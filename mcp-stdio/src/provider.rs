@@ -81,6 +81,9 @@ pub struct McpProvider {
     connection: Connection,
     process: Arc<ServerProcess>,
     server: (String, String),
+    /// Whether the server declared the `tools` capability: MCP lets a
+    /// client use only what was negotiated.
+    offers_tools: bool,
     options: Options,
     stopped: Mutex<bool>,
     /// Set as shutdown begins: from then on every use is `ShutDown`, even
@@ -121,13 +124,15 @@ impl McpProvider {
             connection,
             process,
             server: Default::default(),
+            offers_tools: false,
             options,
             stopped: Mutex::new(false),
             shut_down: AtomicBool::new(false),
         };
         match provider.initialize().await {
-            Ok(server) => {
+            Ok((server, offers_tools)) => {
                 provider.server = server;
+                provider.offers_tools = offers_tools;
                 Ok(provider)
             }
             Err(failure) => {
@@ -146,7 +151,9 @@ impl McpProvider {
         }
     }
 
-    async fn initialize(&self) -> Result<(String, String), Failure> {
+    /// The handshake; returns the server's name and version, and whether it
+    /// declared the `tools` capability.
+    async fn initialize(&self) -> Result<((String, String), bool), Failure> {
         let params = json!({
             "protocolVersion": PROTOCOL_VERSION,
             "capabilities": {},
@@ -178,7 +185,8 @@ impl McpProvider {
         self.connection.notify("notifications/initialized", None);
         let info = &answer["serverInfo"];
         let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
-        Ok((text(&info["name"]), text(&info["version"])))
+        let offers_tools = answer["capabilities"]["tools"].is_object();
+        Ok(((text(&info["name"]), text(&info["version"])), offers_tools))
     }
 
     /// What the connection saw besides answers: junk lines, notifications,
@@ -202,6 +210,9 @@ impl McpProvider {
     }
 
     async fn list_pages(&self) -> Result<ToolList, Failure> {
+        if !self.offers_tools {
+            return Ok(ToolList::default());
+        }
         let mut listing = Listing::default();
         let mut seen = HashSet::new();
         let mut cursor: Option<String> = None;
@@ -271,6 +282,14 @@ impl Provider for McpProvider {
             .with_detail("server", &self.server.0)
             .with_detail("server_version", &self.server.1)
             .with_detail("protocol", PROTOCOL_VERSION)
+            .with_detail(
+                "tools_capability",
+                if self.offers_tools {
+                    "declared"
+                } else {
+                    "not declared: no tools/list is sent"
+                },
+            )
             .with_detail("junk_lines", stats.junk_lines.to_string())
             .with_detail("notifications", stats.notifications.to_string())
             .with_detail("server_requests", stats.server_requests.to_string())

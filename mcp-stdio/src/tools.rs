@@ -71,6 +71,8 @@ struct Tool {
     description: Option<String>,
     #[serde(default, rename = "inputSchema")]
     input_schema: Option<Value>,
+    #[serde(default)]
+    annotations: Option<Value>,
 }
 
 /// Reads one `tools/list` result (its JSON text) into `listing`, and returns
@@ -143,7 +145,12 @@ fn read_tool(entry: &RawValue) -> Result<ToolSpec, String> {
     let name = tool.name.ok_or_else(|| NO_NAME.to_owned())?;
     // A missing schema is the gateway's to refuse, with its reason.
     let mut spec = ToolSpec::new(name, tool.input_schema.unwrap_or(Value::Null));
-    if let Some(title) = tool.title {
+    // The display name, as schema.ts has it: `title`, else `annotations.title`.
+    let annotated = || match tool.annotations?.get_mut("title")?.take() {
+        Value::String(title) => Some(title),
+        _ => None,
+    };
+    if let Some(title) = tool.title.or_else(annotated) {
         spec = spec.with_title(title);
     }
     if let Some(description) = tool.description {
@@ -341,5 +348,21 @@ mod tests {
             listing.list.tools.len() + listing.list.rejected.len(),
             MAX_TOOLS
         );
+    }
+
+    #[test]
+    fn the_display_name_is_the_title_else_the_annotations_title() {
+        let (listing, _) = read(&[r#"{"tools":[
+            {"name":"a","inputSchema":{},"title":"T","annotations":{"title":"A"}},
+            {"name":"b","inputSchema":{},"annotations":{"title":"A"}},
+            {"name":"c","inputSchema":{},"annotations":{"title":7}},
+            {"name":"d","inputSchema":{},"annotations":"none"}]}"#]);
+        let titles: Vec<_> = listing
+            .finish()
+            .tools
+            .into_iter()
+            .map(|t| t.title)
+            .collect();
+        assert_eq!(titles, [Some("T".into()), Some("A".into()), None, None]);
     }
 }

@@ -170,3 +170,41 @@ async fn a_malformed_answer_to_a_pending_call_fails_it_at_once() {
     p.shutdown().await.expect("shutdown");
     assert_gone(pid);
 }
+
+/// MCP lifecycle: only negotiated capabilities are used. A server whose
+/// `capabilities` has no `tools` is a provider with no tools, and is never
+/// sent `tools/list` (the script would answer it with -32601).
+#[tokio::test]
+async fn a_server_without_the_tools_capability_is_never_sent_tools_list() {
+    for capabilities in [json!({}), json!({"prompts": {}})] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("script.json");
+        let init = json!({"result": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": capabilities,
+            "serverInfo": {"name": "no-tools", "version": "1"}
+        }});
+        let script = json!({"initialize": [init],
+            "tools/list": {"": [{"error": {"code": -32601, "message": "method not found"}}]}});
+        std::fs::write(&path, script.to_string()).expect("script");
+        let config = ServerConfig::new([SCRIPT, path.to_str().expect("utf-8")]);
+        let p = McpProvider::start("sc", &config, Path::new("/"), options())
+            .await
+            .expect("starts");
+        let list = p.list_tools().await.expect("no tools, no error");
+        assert!(
+            list.tools.is_empty() && list.rejected.is_empty(),
+            "{list:?}"
+        );
+        let info = p.describe();
+        let detail = info.details.iter().find(|(k, _)| k == "tools_capability");
+        assert_eq!(
+            detail.map(|(_, v)| v.as_str()),
+            Some("not declared: no tools/list is sent"),
+            "{info:?}"
+        );
+        let pid = p.pid();
+        p.shutdown().await.expect("shutdown");
+        assert_gone(pid);
+    }
+}
