@@ -129,6 +129,29 @@ struct PermissionArgs {
     confirm: Option<Confirm>,
 }
 
+/// Writes the libraries' `tracing` events to stderr when `RUST_LOG` is set
+/// (read as `tracing-subscriber`'s `EnvFilter` reads it); nothing otherwise.
+/// Never on stdout, where `--json` output goes.
+fn logging() {
+    let Some(directives) = std::env::var_os("RUST_LOG") else {
+        return;
+    };
+    let filter = match tracing_subscriber::EnvFilter::try_from_default_env() {
+        Ok(filter) => filter,
+        Err(e) => {
+            eprintln!(
+                "spear-capabilities: RUST_LOG={} is not a filter ({e}); logging is off",
+                directives.to_string_lossy()
+            );
+            return;
+        }
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
 fn main() -> ExitCode {
     // A server runs as our user: non-dumpable, this process's memory and
     // environment are closed to it (ptrace, /proc/<pid>/mem, environ).
@@ -136,6 +159,7 @@ fn main() -> ExitCode {
     #[cfg(any(target_os = "linux", target_os = "android"))]
     let _ = rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable);
     let cli = Cli::parse();
+    logging();
     if let Some(path) = &cli.trace {
         if let Err(e) = spear_mcp_stdio::trace_to(path) {
             eprintln!(

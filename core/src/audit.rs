@@ -290,13 +290,51 @@ impl Audit {
         }
     }
 
-    /// Records `event` now.
+    /// Records `event` now. A provider's start, failure, restart and stop
+    /// are also `tracing` events (target `spear_capabilities::provider`),
+    /// for an embedder's subscriber; nothing else is, so no call's
+    /// arguments or results reach a log.
     pub fn emit(&self, event: AuditEvent) {
+        trace_lifecycle(self.session.as_deref().unwrap_or(""), &event);
         self.sink.record(AuditRecord {
             time: time::rfc3339_millis(SystemTime::now()),
             session: self.session.clone(),
             turn: self.turn.clone(),
             event,
         });
+    }
+}
+
+/// The `tracing` event of a provider's lifecycle record, if `event` is one.
+/// A failure's full message may carry the server's stderr: debug only.
+fn trace_lifecycle(session: &str, event: &AuditEvent) {
+    const TARGET: &str = "spear_capabilities::provider";
+    match event {
+        AuditEvent::ProviderStarted {
+            provider,
+            tools,
+            rejected_tools,
+            duration_ms,
+        } => {
+            tracing::info!(target: TARGET, session, provider, tools, rejected_tools, duration_ms, "provider ready")
+        }
+        AuditEvent::ProviderFailed {
+            provider,
+            reason,
+            message,
+        } => {
+            tracing::warn!(target: TARGET, session, provider, reason = reason.as_str(), "provider failed");
+            tracing::debug!(target: TARGET, session, provider, message = ?message, "provider failure in full");
+        }
+        AuditEvent::ProviderRestarted {
+            provider, attempt, ..
+        } => tracing::info!(target: TARGET, session, provider, attempt, "provider restarting"),
+        AuditEvent::ProviderStopped { provider, error } => match error {
+            None => tracing::info!(target: TARGET, session, provider, "provider stopped"),
+            Some(error) => {
+                tracing::warn!(target: TARGET, session, provider, error = ?error, "provider stopped with an error")
+            }
+        },
+        _ => {}
     }
 }

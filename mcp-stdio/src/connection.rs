@@ -79,8 +79,10 @@ struct State {
 struct Shared {
     state: Mutex<State>,
     out: Outbox,
-    /// The trace every line goes to, if one is set, and the provider's id.
-    trace: Option<(Arc<Trace>, String)>,
+    /// The provider's id, for the trace and for `tracing` events.
+    provider: String,
+    /// The trace every line goes to, if one is set.
+    trace: Option<Arc<Trace>>,
 }
 
 impl Shared {
@@ -101,8 +103,8 @@ impl Shared {
     }
 
     fn traced(&self, direction: &str, line: &[u8]) {
-        if let Some((trace, provider)) = &self.trace {
-            trace.line(provider, direction, line);
+        if let Some(trace) = &self.trace {
+            trace.line(&self.provider, direction, line);
         }
     }
 
@@ -117,6 +119,9 @@ impl Shared {
             state.failure = Some(failure.clone());
             std::mem::take(&mut state.pending)
         };
+        if failure != Failure::ShutDown {
+            tracing::warn!(target: "spear_mcp_stdio", provider = %self.provider, reason = %failure, "connection failed");
+        }
         for (_, waiting) in pending {
             let _ = waiting.answer.send(Err(failure.clone()));
         }
@@ -150,7 +155,8 @@ impl Connection {
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
             out: Outbox::start(pipes.stdin),
-            trace: crate::trace::current().map(|t| (t, provider.to_owned())),
+            provider: provider.to_owned(),
+            trace: crate::trace::current(),
         });
         let counted = Counted {
             pipe: pipes.stdout,
@@ -205,13 +211,17 @@ impl Connection {
             armed: true,
         };
         self.shared.send(&line);
-        let answer = tokio::time::timeout(self.timeout, answered).await;
+        let span = tracing::debug_span!(target: "spear_mcp_stdio", "request", method, id);
+        let answer =
+            tracing::Instrument::instrument(tokio::time::timeout(self.timeout, answered), span)
+                .await;
         pending.armed = false;
         match answer {
             Ok(Ok(answer)) => answer,
             // The answer's sender is dropped only with the connection.
             Ok(Err(_)) => Err(self.failure().unwrap_or(Failure::ShutDown)),
             Err(_) => {
+                tracing::warn!(target: "spear_mcp_stdio", provider = %self.shared.provider, method, id, after = ?self.timeout, "request timed out");
                 let forgotten = self.shared.lock().pending.remove(&id).is_some();
                 if forgotten && cancel == Cancel::Notify {
                     self.shared.send(&cancelled(id, "timed out"));
@@ -370,7 +380,18 @@ fn handle_line(shared: &Shared, line: &[u8]) -> Result<(), Failure> {
                 }
                 // Counted as junk above.
                 (None, Err(Failure::Unreadable(_))) => {}
-                (None, _) => shared.lock().stats.stray_answers += 1,
+                (None, _) => {
+                    let strays = {
+                        let mut state = shared.lock();
+                        state.stats.stray_answers += 1;
+                        state.stats.stray_answers
+                    };
+                    // Said once at info; each one at debug.
+                    if strays == 1 {
+                        tracing::info!(target: "spear_mcp_stdio", provider = %shared.provider, "the server answers requests that are not pending (counted as stray answers in describe)");
+                    }
+                    tracing::debug!(target: "spear_mcp_stdio", provider = %shared.provider, id, strays, "stray answer");
+                }
             }
         }
         Incoming::Request { id, method } => {
@@ -395,10 +416,18 @@ fn handle_line(shared: &Shared, line: &[u8]) -> Result<(), Failure> {
 /// Counts a line that is no message for us, keeping the last one for the
 /// operator.
 fn junk(shared: &Shared, line: &[u8]) {
-    let mut state = shared.lock();
-    state.stats.junk_lines += 1;
-    let cut = &line[..line.len().min(200)];
-    state.stats.last_junk = Some(String::from_utf8_lossy(cut).into_owned());
+    let cut = String::from_utf8_lossy(&line[..line.len().min(200)]).into_owned();
+    let lines = {
+        let mut state = shared.lock();
+        state.stats.junk_lines += 1;
+        state.stats.last_junk = Some(cut.clone());
+        state.stats.junk_lines
+    };
+    // Said once at info; each line at debug, cut and escaped.
+    if lines == 1 {
+        tracing::info!(target: "spear_mcp_stdio", provider = %shared.provider, "the server writes lines on stdout that are not JSON-RPC (counted as junk lines in describe)");
+    }
+    tracing::debug!(target: "spear_mcp_stdio", provider = %shared.provider, lines, excerpt = ?cut, "junk line");
 }
 
 /// Armed while the reader task runs: dropped armed, it fails the connection.

@@ -141,6 +141,7 @@ impl ServerProcess {
                 let _ = exit_tx.send(Some(status));
             }
         });
+        tracing::debug!(target: "spear_mcp_stdio", pid = pid.as_raw_nonzero().get(), program = %program.display(), "server spawned");
         let process = ServerProcess {
             pgid: pid,
             exit,
@@ -180,20 +181,26 @@ impl ServerProcess {
     /// is left, and reaps the server.
     pub(crate) async fn stop(&self, grace: Duration, term_grace: Duration) {
         self.exit_status(grace).await;
+        let mut how = "left when its stdin closed";
         if self.group_alive() {
+            how = "ended by SIGTERM";
             let _ = kill_process_group(self.pgid, Signal::TERM);
             let deadline = Instant::now() + term_grace;
             while self.group_alive() && Instant::now() < deadline {
                 sleep(Duration::from_millis(10)).await;
             }
             if self.group_alive() {
+                how = "killed by SIGKILL";
                 let _ = kill_process_group(self.pgid, Signal::KILL);
             }
         }
         // The reaper task collects the server; wait for it so no zombie is
         // left behind once stop returns.
-        self.exit_status(Duration::from_secs(5)).await;
+        let status = self.exit_status(Duration::from_secs(5)).await;
         self.ended.store(true, Ordering::SeqCst);
+        let status = status.map(|s| s.to_string());
+        tracing::info!(target: "spear_mcp_stdio", pid = self.pid(), how, status, "server stopped");
+        tracing::debug!(target: "spear_mcp_stdio", pid = self.pid(), stderr = ?self.stderr_tail(), "server stderr tail");
     }
 
     fn group_alive(&self) -> bool {

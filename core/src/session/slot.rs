@@ -171,19 +171,30 @@ impl Slot {
 
     fn spawn_start(self: &Arc<Self>, inner: &Arc<Inner>, state: &mut State) {
         let (slot, session) = (Arc::clone(self), Arc::clone(inner));
-        let task = tokio::spawn(async move {
-            let budget = start_budget(slot.entry.timeout);
-            let outcome = tokio::time::timeout(budget, start(&session, &slot))
-                .await
-                .unwrap_or_else(|_| {
-                    Err(Error::Timeout {
-                        provider: slot.entry.id.clone(),
-                        after: budget,
-                        stderr: String::new(),
-                    })
-                });
-            slot.finish_start(&session, outcome);
-        });
+        let span = tracing::info_span!(
+            target: "spear_capabilities::provider",
+            "provider",
+            provider = %self.entry.id,
+            kind = %self.entry.kind
+        );
+        let provider = self.entry.id.as_str();
+        span.in_scope(|| tracing::info!(target: "spear_capabilities::provider", provider, "provider starting"));
+        let task = tokio::spawn(tracing::Instrument::instrument(
+            async move {
+                let budget = start_budget(slot.entry.timeout);
+                let outcome = tokio::time::timeout(budget, start(&session, &slot))
+                    .await
+                    .unwrap_or_else(|_| {
+                        Err(Error::Timeout {
+                            provider: slot.entry.id.clone(),
+                            after: budget,
+                            stderr: String::new(),
+                        })
+                    });
+                slot.finish_start(&session, outcome);
+            },
+            span,
+        ));
         state.phase = Phase::Starting {
             since: Instant::now(),
             connected: None,

@@ -84,6 +84,11 @@ impl Turn {
         };
         let provider: &dyn Provider = &*ready.provider;
         let call = provider.call_tool(CallRequest::new(tool.name.clone(), arguments));
+        // A span, never an event: a call at info costs nothing, and its
+        // arguments and result are the audit trail's, not a log's.
+        let span =
+            tracing::debug_span!(target: "spear_capabilities::call", "call", capability = %cap);
+        let call = tracing::Instrument::instrument(call, span);
         let outcome = tokio::time::timeout(bound, call).await.unwrap_or_else(|_| {
             Err(Error::Timeout {
                 provider: slot.entry.id.clone(),
