@@ -8,16 +8,12 @@ use spear_capabilities::registry::{self, CAPABILITIES_FILE_VAR};
 use spear_capabilities::{Audit, ProviderEntry, Registry};
 
 use crate::out::{Closed, out};
+use crate::report::{REFUSED_EXIT, refused_json, refused_lines};
 
 pub(crate) fn run(file: Option<PathBuf>, projects: &Path, as_json: bool) -> ExitCode {
-    // A file the operator named must exist; the runtime's rule (a missing
-    // file means no providers) holds for the file found by default.
     if let Some(named) = &file {
-        if let Err(e) = std::fs::metadata(named) {
-            eprintln!(
-                "spear-capabilities: capabilities file {}: {e}",
-                named.display()
-            );
+        if let Err(e) = crate::context::named_file_exists(named) {
+            eprintln!("spear-capabilities: {e}");
             return ExitCode::from(2);
         }
     }
@@ -46,10 +42,7 @@ pub(crate) fn run(file: Option<PathBuf>, projects: &Path, as_json: bool) -> Exit
             "file": path.display().to_string(),
             "notice": registry.notice(),
             "providers": providers.collect::<Vec<_>>(),
-            "refused": registry.refused().iter().map(|r| json!({
-                "entry": r.label(),
-                "problems": r.problems.iter().map(ToString::to_string).collect::<Vec<_>>(),
-            })).collect::<Vec<_>>(),
+            "refused": refused_json(&registry),
         });
         if let Err(closed) = out!("{out}") {
             return closed.code();
@@ -60,7 +53,7 @@ pub(crate) fn run(file: Option<PathBuf>, projects: &Path, as_json: bool) -> Exit
     if registry.refused().is_empty() && cannot_run.iter().all(Option::is_none) {
         ExitCode::SUCCESS
     } else {
-        ExitCode::from(1)
+        ExitCode::from(REFUSED_EXIT)
     }
 }
 
@@ -157,11 +150,8 @@ fn print_text(
             },
         )?;
     }
-    for r in registry.refused() {
-        out!("  refused  {}", r.label())?;
-        for p in &r.problems {
-            out!("           {p}")?;
-        }
+    for line in refused_lines(registry, false) {
+        out!("{line}")?;
     }
     let unrunnable = cannot_run.iter().flatten().count();
     out!(

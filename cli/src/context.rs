@@ -1,6 +1,6 @@
 //! The context flags every subcommand shares, and what they turn into.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::Args;
@@ -38,6 +38,16 @@ pub(crate) struct ContextArgs {
     pub(crate) audit: Option<PathBuf>,
 }
 
+/// Fails unless `path`, a capabilities file the operator named on the
+/// command line, exists: the spec's "no file: no providers" is the default
+/// location's rule, and a typo in a name given by hand must not read as an
+/// empty registry.
+pub(crate) fn named_file_exists(path: &Path) -> Result<(), String> {
+    std::fs::metadata(path)
+        .map(drop)
+        .map_err(|e| format!("capabilities file {}: {e}", path.display()))
+}
+
 // The names come from the core, so the CLI cannot drift from what SPEAR
 // serialises.
 fn names<T: Name>() -> impl TypedValueParser<Value = T> {
@@ -65,8 +75,27 @@ impl ContextArgs {
     }
 
     /// Loads the registry, auditing it.
+    ///
+    /// A file named with `--capabilities` must exist; a missing file found
+    /// by default means no providers, as the runtime has it.
     pub(crate) fn registry(&self, audit: &Audit) -> Result<Registry, String> {
+        if let Some(named) = &self.capabilities {
+            named_file_exists(named)?;
+        }
         spear_providers::registry(&self.file(), audit).map_err(|e| e.to_string())
+    }
+
+    /// The `--project` flag as clap defines it, with its value name
+    /// (`--project NAME`), for a hint that cannot drift from the parser.
+    pub(crate) fn project_flag() -> String {
+        let command = Self::augment_args(clap::Command::new("context"));
+        let project = command.get_arguments().find(|a| a.get_id() == "project");
+        let long = project.and_then(|a| a.get_long()).unwrap_or("project");
+        let value = project
+            .and_then(|a| a.get_value_names())
+            .and_then(|names| names.first())
+            .map_or("NAME", |name| name.as_str());
+        format!("--{long} {value}")
     }
 
     /// The turn these flags describe.
@@ -83,5 +112,15 @@ impl ContextArgs {
             turn = turn.with_project(p.clone());
         }
         turn
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_project_flag_is_named_as_clap_defines_it() {
+        assert_eq!(ContextArgs::project_flag(), "--project NAME");
     }
 }

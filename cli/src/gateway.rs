@@ -1,6 +1,6 @@
 //! `turn`, `list` and `invoke`: the gateway as a turn meets it.
 //!
-//! About 490 lines, kept whole: the three subcommands share the session's
+//! About 470 lines, kept whole: the three subcommands share the session's
 //! set-up, the handling of signals and of a closed stdout, and the output;
 //! each subcommand is a function of its own.
 
@@ -20,6 +20,7 @@ use spear_capabilities::{
 
 use crate::context::ContextArgs;
 use crate::out::{Closed, out, out_raw};
+use crate::report::{self, REFUSED_EXIT};
 use crate::view::{colour, info_line, result_json, state_json, state_line, status_style};
 
 /// The session's permission mode.
@@ -76,21 +77,16 @@ fn ask_on_terminal(req: &WriteRequest) -> bool {
     matches!(line.trim(), "y" | "Y" | "yes" | "Yes")
 }
 
+/// Loads the registry, opens a session on it and begins the turn the flags
+/// describe. Text output whose standard output is a turn's (`turn` and
+/// `invoke` without `--json`: `refused_to_stderr`) has the registry's
+/// refused entries said on standard error first; the others put them in
+/// their own output.
 async fn open(
     ctx: &ContextArgs,
     mode: Arc<dyn PermissionMode>,
     as_json: bool,
-) -> Result<(Session, Turn), ExitCode> {
-    open_with_registry(ctx, mode, as_json)
-        .await
-        .map(|(session, turn, _)| (session, turn))
-}
-
-/// As [`open`], with the registry the session runs on.
-async fn open_with_registry(
-    ctx: &ContextArgs,
-    mode: Arc<dyn PermissionMode>,
-    as_json: bool,
+    refused_to_stderr: bool,
 ) -> Result<(Session, Turn, Arc<Registry>), ExitCode> {
     let fail = |e: String| {
         eprintln!("spear-capabilities: {e}");
@@ -100,6 +96,9 @@ async fn open_with_registry(
     let registry = ctx.registry(&audit).map_err(fail)?;
     if let Some(n) = registry.notice() {
         eprintln!("spear-capabilities: {n}");
+    }
+    if refused_to_stderr {
+        report::say_refused(&registry);
     }
     let registry = Arc::new(registry);
     let session = Session::open(
@@ -184,14 +183,19 @@ pub(crate) async fn turn(
     commands: Vec<String>,
     as_json: bool,
 ) -> ExitCode {
-    let (session, turn) = match open(ctx, permission(mode, confirm), as_json).await {
-        Ok(x) => x,
-        Err(code) => return code,
-    };
+    let (session, turn, registry) =
+        match open(ctx, permission(mode, confirm), as_json, !as_json).await {
+            Ok(x) => x,
+            Err(code) => return code,
+        };
+    report::say_project_hint(&registry, &ctx.turn());
     let body = async {
         let shown = turn.shown();
         if as_json {
             out!("{}", shown_json(shown))?;
+            for refused in report::refused_records(&registry) {
+                out!("{refused}")?;
+            }
         } else {
             out!(
                 "== what the turn is shown (exposure: {}) ==",
@@ -233,9 +237,19 @@ pub(crate) async fn turn(
             }
             print_notices(&session, as_json)?;
         }
-        Ok(ExitCode::SUCCESS)
+        Ok(exit_counting_refused(&registry, true))
     };
     closing(session.clone(), body).await
+}
+
+/// Success when `ok` and the registry refused nothing; else
+/// [`REFUSED_EXIT`], the status of every failure these commands report.
+fn exit_counting_refused(registry: &Registry, ok: bool) -> ExitCode {
+    if ok && registry.refused().is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(REFUSED_EXIT)
+    }
 }
 
 fn with_newline(text: &str) -> String {
@@ -273,10 +287,10 @@ fn read_warnings(
 
 /// `list`: providers' states, then the capabilities and the exposure.
 ///
-/// Exits 1 when a selected provider is unavailable (or still starting).
+/// Exits 1 when a selected provider is unavailable (or still starting), or
+/// the registry refused an entry.
 pub(crate) async fn list(ctx: &ContextArgs, as_json: bool) -> ExitCode {
-    let (session, turn, registry) = match open_with_registry(ctx, Arc::new(ReadOnly), as_json).await
-    {
+    let (session, turn, registry) = match open(ctx, Arc::new(ReadOnly), as_json, false).await {
         Ok(x) => x,
         Err(code) => return code,
     };
@@ -292,6 +306,9 @@ pub(crate) async fn list(ctx: &ContextArgs, as_json: bool) -> ExitCode {
             .map(|c| (c.provider.as_str(), c.decision.describe()))
             .collect();
         let warnings = read_warnings(&registry, &states, shown);
+        let hints: Vec<String> = report::project_hint(&registry, &ctx.turn())
+            .into_iter()
+            .collect();
         let all_ok = states
             .iter()
             .all(|(_, s)| matches!(s, ProviderState::Ready { .. }));
@@ -302,7 +319,9 @@ pub(crate) async fn list(ctx: &ContextArgs, as_json: bool) -> ExitCode {
                 .iter()
                 .map(|(id, why)| json!({"provider": id, "reason": why}))
                 .collect();
+            v["refused"] = report::refused_json(&registry);
             v["warnings"] = json!(warnings);
+            v["hints"] = json!(hints);
             out!("{v}")?;
         } else {
             out!("providers:")?;
@@ -321,6 +340,12 @@ pub(crate) async fn list(ctx: &ContextArgs, as_json: bool) -> ExitCode {
             }
             for (id, why) in &left_out {
                 out!("  {:<8} {id}: not selected: {why}", "-")?;
+            }
+            for line in report::refused_lines(&registry, colour) {
+                out!("{line}")?;
+            }
+            for h in &hints {
+                out!("hint: {h}")?;
             }
             for w in &warnings {
                 out!("warning: {w}")?;
@@ -341,11 +366,7 @@ pub(crate) async fn list(ctx: &ContextArgs, as_json: bool) -> ExitCode {
                 out!("{}", spear_capabilities::messages::index_line(c, width))?;
             }
         }
-        Ok(if all_ok {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::from(1)
-        })
+        Ok(exit_counting_refused(&registry, all_ok))
     };
     closing(session.clone(), body).await
 }
@@ -374,10 +395,12 @@ pub(crate) async fn invoke(
         Some(Ok(_)) => return usage("the arguments must be one JSON object".to_owned()),
         Some(Err(e)) => return usage(format!("the arguments are not JSON: {e}")),
     };
-    let (session, turn) = match open(ctx, permission(mode, confirm), as_json).await {
-        Ok(x) => x,
-        Err(code) => return code,
-    };
+    let (session, turn, registry) =
+        match open(ctx, permission(mode, confirm), as_json, !as_json).await {
+            Ok(x) => x,
+            Err(code) => return code,
+        };
+    report::say_project_hint(&registry, &ctx.turn());
     let body = async {
         if turn.shown().exposure == Exposure::Index {
             // The operator has nothing to read first: describe on their behalf.
@@ -417,6 +440,9 @@ pub(crate) async fn invoke(
             if let Some(hint) = &hint {
                 v["operator_hint"] = json!(hint);
             }
+            if !registry.refused().is_empty() {
+                v["refused"] = report::refused_json(&registry);
+            }
             out!("{v}")?;
         } else if let Some(hint) = &hint {
             out!("{hint}")?;
@@ -426,11 +452,10 @@ pub(crate) async fn invoke(
         for n in session.take_notices() {
             eprintln!("notice: {n}");
         }
-        Ok(if answer.status == AnswerStatus::Ok {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::from(1)
-        })
+        Ok(exit_counting_refused(
+            &registry,
+            answer.status == AnswerStatus::Ok,
+        ))
     };
     closing(session.clone(), body).await
 }

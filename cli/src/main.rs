@@ -11,6 +11,7 @@ mod check;
 mod context;
 mod gateway;
 mod out;
+mod report;
 mod starting;
 mod view;
 
@@ -61,8 +62,9 @@ enum Cmd {
     /// Start what a turn would select; show each provider's state, each
     /// capability and the exposure.
     ///
-    /// Exit status: 0, 1 when a selected provider is unavailable, 2 when
-    /// the registry cannot be read.
+    /// Exit status: 0, 1 when a selected provider is unavailable or the
+    /// registry refused an entry (as `check`), 2 when the registry cannot be
+    /// read or a file named with --capabilities does not exist.
     #[command(after_help = "Examples:
   spear-capabilities list --project demo
   spear-capabilities list --project firmware-a --family boards --task general
@@ -77,7 +79,10 @@ enum Cmd {
     /// Print exactly what a turn is shown, then answer each command as SPEAR
     /// would (the --command values, else each line of standard input).
     ///
-    /// Exit status: 0, or 2 when the registry cannot be read.
+    /// Exit status: 0, 1 when the registry refused an entry (as `check`;
+    /// said on stderr, or as a `refused` line with --json), 2 when the
+    /// registry cannot be read or a file named with --capabilities does not
+    /// exist.
     #[command(after_help = "Examples:
   spear-capabilities turn --project demo < examples/turn.txt
   spear-capabilities turn --project demo --command 'spear-capability list'
@@ -97,8 +102,9 @@ enum Cmd {
     /// One checked call through the full gateway.
     ///
     /// Exit status: 0 when the call succeeded, 1 when it was refused, failed
-    /// or its provider is unavailable, 2 on bad usage or an unreadable
-    /// registry.
+    /// or its provider is unavailable, or the registry refused an entry (as
+    /// `check`), 2 on bad usage, an unreadable registry or a file named with
+    /// --capabilities that does not exist.
     #[command(after_help = "Examples:
   spear-capabilities invoke notes/search_notes '{\"query\": \"flaky\"}' --project demo
   spear-capabilities invoke notes/add_note '{\"title\": \"Ship it\", \"text\": \"Friday\"}' --project demo --confirm yes

@@ -115,13 +115,13 @@ pub(crate) fn colour() -> bool {
     colour_on(std::io::stdout().is_terminal())
 }
 
-/// The style of a status word: green ok, red failed, yellow starting;
+/// The style of a status word: green ok, red failed or refused, yellow starting;
 /// none when `colour` is false.
 pub(crate) fn status_style(status: &str, colour: bool) -> anstyle::Style {
     use anstyle::{AnsiColor, Style};
     let colour_of = match status {
         "ok" => AnsiColor::Green,
-        "failed" => AnsiColor::Red,
+        "failed" | "refused" => AnsiColor::Red,
         "starting" => AnsiColor::Yellow,
         _ => return Style::new(),
     };
