@@ -10,6 +10,46 @@ use spear_capabilities::{Audit, ProviderEntry, Registry};
 use crate::out::{Closed, out};
 use crate::report::{REFUSED_EXIT, refused_json, refused_lines};
 
+/// What `check` found of one accepted entry beyond the registry's own
+/// validation.
+#[derive(Debug, Default)]
+struct Findings {
+    /// Why its server cannot be started, when that refuses the entry: it is
+    /// enabled and has a scope, so a turn would start it.
+    cannot_run: Option<String>,
+    /// What the operator should know and that refuses nothing.
+    warnings: Vec<String>,
+}
+
+impl Findings {
+    /// Looks at `entry`: a program that cannot run refuses an entry that
+    /// some turn would start, and is a warning for one that nothing starts
+    /// (disabled, or without a scope, which the spec says applies nowhere).
+    fn of(entry: &ProviderEntry, base: &Path) -> Self {
+        let mut findings = Findings::default();
+        if entry.scope.is_none() {
+            findings
+                .warnings
+                .push("no scope, so it applies nowhere (add `scope` to use it)".to_owned());
+        }
+        let Some(why) = cannot_run(entry, base) else {
+            return findings;
+        };
+        if !entry.enabled {
+            findings.warnings.push(format!(
+                "{why}; a warning only: it is disabled, so nothing starts it"
+            ));
+        } else if entry.scope.is_none() {
+            findings.warnings.push(format!(
+                "{why}; a warning only: it has no scope, so nothing starts it"
+            ));
+        } else {
+            findings.cannot_run = Some(why);
+        }
+        findings
+    }
+}
+
 pub(crate) fn run(file: Option<PathBuf>, projects: &Path, as_json: bool) -> ExitCode {
     if let Some(named) = &file {
         if let Err(e) = crate::context::named_file_exists(named) {
@@ -27,15 +67,16 @@ pub(crate) fn run(file: Option<PathBuf>, projects: &Path, as_json: bool) -> Exit
         }
     };
     let base = path.parent().unwrap_or(Path::new("."));
-    let cannot_run: Vec<Option<String>> = registry
+    let findings: Vec<Findings> = registry
         .entries()
         .iter()
-        .map(|e| cannot_run(e, base))
+        .map(|e| Findings::of(e, base))
         .collect();
     if as_json {
-        let providers = registry.entries().iter().zip(&cannot_run).map(|(e, why)| {
+        let providers = registry.entries().iter().zip(&findings).map(|(e, f)| {
             let mut v = entry_json(e);
-            v["cannot_run"] = json!(why);
+            v["cannot_run"] = json!(f.cannot_run);
+            v["warnings"] = json!(f.warnings);
             v
         });
         let out = json!({
@@ -47,10 +88,10 @@ pub(crate) fn run(file: Option<PathBuf>, projects: &Path, as_json: bool) -> Exit
         if let Err(closed) = out!("{out}") {
             return closed.code();
         }
-    } else if let Err(closed) = print_text(&path, &registry, &cannot_run) {
+    } else if let Err(closed) = print_text(&path, &registry, &findings) {
         return closed.code();
     }
-    if registry.refused().is_empty() && cannot_run.iter().all(Option::is_none) {
+    if registry.refused().is_empty() && findings.iter().all(|f| f.cannot_run.is_none()) {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(REFUSED_EXIT)
@@ -114,17 +155,13 @@ fn executable(path: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-fn print_text(
-    path: &Path,
-    registry: &Registry,
-    cannot_run: &[Option<String>],
-) -> Result<(), Closed> {
+fn print_text(path: &Path, registry: &Registry, findings: &[Findings]) -> Result<(), Closed> {
     if let Some(notice) = registry.notice() {
         return out!("{notice}");
     }
     out!("{}", path.display())?;
-    for (e, why) in registry.entries().iter().zip(cannot_run) {
-        if let Some(why) = why {
+    for (e, f) in registry.entries().iter().zip(findings) {
+        if let Some(why) = &f.cannot_run {
             out!("  refused  {}\n           {why}", e.id)?;
             continue;
         }
@@ -149,13 +186,22 @@ fn print_text(
                 read.join(", ")
             },
         )?;
+        for w in &f.warnings {
+            out!("           warning: {w}")?;
+        }
     }
     for line in refused_lines(registry, false) {
         out!("{line}")?;
     }
-    let unrunnable = cannot_run.iter().flatten().count();
+    let unrunnable = findings.iter().filter(|f| f.cannot_run.is_some()).count();
+    let warnings: usize = findings.iter().map(|f| f.warnings.len()).sum();
+    let warned = match warnings {
+        0 => String::new(),
+        1 => ", 1 warning".to_owned(),
+        n => format!(", {n} warnings"),
+    };
     out!(
-        "{} registered, {} refused",
+        "{} registered, {} refused{warned}",
         registry.entries().len() - unrunnable,
         registry.refused().len() + unrunnable
     )

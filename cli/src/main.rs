@@ -42,8 +42,10 @@ enum Cmd {
     /// Validate a capabilities file: print each provider and every refusal.
     ///
     /// Exit status: 0 when every entry is valid, 1 when some are refused
-    /// (or name a program that cannot run), 2 when the file cannot be read
-    /// or parsed, or a file named here does not exist.
+    /// (or, enabled and with a scope, name a program that cannot run), 2
+    /// when the file cannot be read or parsed, or a file named here does
+    /// not exist. A warning (an entry without a scope, the program of one
+    /// that nothing starts) leaves it 0.
     #[command(after_help = "Examples:
   spear-capabilities check
   spear-capabilities check /etc/spear/capabilities.json

@@ -161,10 +161,69 @@ fn json_output_is_one_object_for_scripts() {
     assert_eq!(v["providers"][0]["id"], "a");
     assert_eq!(v["providers"][0]["scope"], serde_json::Value::Null);
     assert_eq!(v["refused"][0]["entry"], "providers[1]");
+    // Without a scope nothing starts it: its program is a warning.
+    assert_eq!(v["providers"][0]["cannot_run"], serde_json::Value::Null);
     assert!(
-        v["providers"][0]["cannot_run"]
+        v["providers"][0]["warnings"][1]
             .as_str()
             .is_some_and(|w| w.starts_with("cannot run `s`: not found on PATH")),
         "{v}"
     );
+}
+
+/// Issue 33.1: a program that cannot run refuses only an entry a turn
+/// would start. For a disabled entry, or one without a scope (which the
+/// spec says applies nowhere), it is a warning, and so is the missing
+/// scope: the entries stay `ok` and the exit status 0.
+#[test]
+fn a_disabled_or_unscoped_entrys_missing_program_is_a_warning_not_a_refusal() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let f = write(
+        dir.path(),
+        r#"{"providers": [
+            {"id": "off", "command": ["/nonexistent/off-server"], "scope": "global", "enabled": false},
+            {"id": "nowhere", "command": ["/nonexistent/nowhere-server"]}
+        ]}"#,
+    );
+    let out = check(&[f.to_str().expect("utf8")], None);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    for line in [
+        "  ok       off (disabled)\n",
+        "           warning: cannot run `/nonexistent/off-server`: No such file or directory (os error 2); a warning only: it is disabled, so nothing starts it\n",
+        "  ok       nowhere\n",
+        "           warning: no scope, so it applies nowhere (add `scope` to use it)\n",
+        "           warning: cannot run `/nonexistent/nowhere-server`: No such file or directory (os error 2); a warning only: it has no scope, so nothing starts it\n",
+    ] {
+        assert!(stdout.contains(line), "missing {line:?} in:\n{stdout}");
+    }
+    assert!(!stdout.contains("refused  "), "{stdout}");
+    assert!(
+        stdout.ends_with("2 registered, 0 refused, 3 warnings\n"),
+        "{stdout}"
+    );
+
+    let out = check(&["--json", f.to_str().expect("utf8")], None);
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["providers"][0]["cannot_run"], serde_json::Value::Null);
+    assert_eq!(
+        v["providers"][0]["warnings"].as_array().map(Vec::len),
+        Some(1),
+        "{v}"
+    );
+    assert_eq!(
+        v["providers"][1]["warnings"].as_array().map(Vec::len),
+        Some(2),
+        "{v}"
+    );
+
+    // Enabled and scoped, the same program still refuses the entry.
+    let f = write(
+        dir.path(),
+        r#"{"providers": [{"id": "on", "command": ["/nonexistent/off-server"], "scope": "global"}]}"#,
+    );
+    let out = check(&[f.to_str().expect("utf8")], None);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    assert!(text(&out.stdout).contains("  refused  on\n"));
 }
