@@ -198,7 +198,12 @@ fn main() -> ExitCode {
         tokio::select! {
             code = run(cli.command) => code,
             code = signals.first() => {
-                out::close_all().await;
+                out::say_stopping();
+                // A second signal ends the servers at once (dropped: SIGKILL).
+                tokio::select! {
+                    () = out::close_all() => {}
+                    _ = signals.first() => {}
+                }
                 ExitCode::from(code)
             }
         }

@@ -71,12 +71,34 @@ pub(crate) fn opened(session: &Session) {
 /// Closes `session` (each provider: close stdin, wait, SIGTERM its group,
 /// SIGKILL, reap) in a task that a signal cannot cut short.
 pub(crate) async fn close(session: Session) {
+    let pending = session.stops_pending();
+    if pending > 0 && on_terminal() {
+        eprintln!(
+            "spear-capabilities: waiting for {pending} stopping server{} to finish (cancelled, stdin closed, then SIGTERM, then SIGKILL; Ctrl-C ends {} at once)",
+            if pending == 1 { "" } else { "s" },
+            if pending == 1 { "it" } else { "them" },
+        );
+    }
     let (closed, done) = tokio::sync::oneshot::channel();
     lock(&CLOSING).push(tokio::spawn(async move {
         session.close().await;
         let _ = closed.send(());
     }));
     let _ = done.await;
+}
+
+/// Says on a terminal that the servers are being stopped, and how to end
+/// them at once.
+pub(crate) fn say_stopping() {
+    if on_terminal() && !lock(&OPEN).is_empty() {
+        eprintln!("spear-capabilities: stopping the servers (Ctrl-C again ends them at once)");
+    }
+}
+
+/// Whether standard error is a terminal a person reads.
+fn on_terminal() -> bool {
+    use std::io::IsTerminal;
+    std::io::stderr().is_terminal() && std::env::var_os("TERM").is_some_and(|t| t != "dumb")
 }
 
 /// Closes every session opened, and waits for every close under way.

@@ -168,6 +168,10 @@ pub(crate) struct Inner {
     notices: Mutex<Vec<String>>,
     turns: AtomicU64,
     closed: AtomicBool,
+    /// Stops begun without a caller to await them (a provider that failed,
+    /// one that finished starting after its slot closed): `close` waits for
+    /// them too, so that each server gets its whole stop sequence.
+    stopping: Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
 /// One SPEAR session: its permission mode, audit trail and started providers.
@@ -187,6 +191,16 @@ impl std::fmt::Debug for Session {
 }
 
 impl Session {
+    /// How many providers are still being stopped in the background (one
+    /// that failed, e.g. after a timeout, gets its whole stop sequence):
+    /// [`Session::close`] waits for them.
+    pub fn stops_pending(&self) -> usize {
+        lock(&self.inner.stopping)
+            .iter()
+            .filter(|task| !task.is_finished())
+            .count()
+    }
+
     /// Opens a session over `registry`. Nothing starts until a turn needs it.
     pub fn open(registry: Arc<Registry>, options: SessionOptions) -> Self {
         let audit = options.audit.for_session(options.id.clone());
@@ -203,6 +217,7 @@ impl Session {
                 notices: Mutex::new(Vec::new()),
                 turns: AtomicU64::new(0),
                 closed: AtomicBool::new(false),
+                stopping: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -316,6 +331,10 @@ impl Session {
             });
         }))
         .await;
+        // A failed provider's stop (after a timeout: the cancellation, then
+        // stdin closed, grace, SIGTERM, SIGKILL) runs to its end too.
+        let stopping = std::mem::take(&mut *lock(&self.inner.stopping));
+        futures::future::join_all(stopping).await;
     }
 }
 
@@ -335,6 +354,13 @@ impl Inner {
     /// Adds a notice for the person (each is said once, by its caller).
     pub(crate) fn notice(&self, text: String) {
         lock(&self.notices).push(text);
+    }
+
+    /// Runs `stop` in the background, for `close` to wait for.
+    pub(crate) fn stop_in_background(&self, stop: impl Future<Output = ()> + Send + 'static) {
+        let mut stopping = lock(&self.stopping);
+        stopping.retain(|task| !task.is_finished());
+        stopping.push(tokio::spawn(stop));
     }
 
     /// How many turns the session has begun.

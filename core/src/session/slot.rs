@@ -309,7 +309,7 @@ impl Slot {
         drop(state);
         self.bump();
         let provider = Arc::clone(&ready.provider);
-        tokio::spawn(async move {
+        inner.stop_in_background(async move {
             let _ = provider.shutdown().await;
         });
     }
@@ -447,7 +447,7 @@ async fn start(inner: &Inner, slot: &Slot) -> Result<Ready, Error> {
 /// Shuts `provider` down in the background, recording the stop.
 fn stop(inner: &Inner, id: &str, provider: Arc<dyn Provider>) {
     let (audit, id) = (inner.audit.clone(), id.to_owned());
-    tokio::spawn(async move {
+    inner.stop_in_background(async move {
         let error = provider.shutdown().await.err().map(|e| e.to_string());
         audit.emit(AuditEvent::ProviderStopped {
             provider: id,

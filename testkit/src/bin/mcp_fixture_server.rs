@@ -34,6 +34,8 @@ const USAGE: &str = "usage: spear-fixture-server [flags]
   --escaping-grandchild FILE  start a `sleep 30` that leaves the group with
                         setsid(1) and ignores SIGTERM; write its pid to FILE
   --linger              keep running after stdin closes
+  --on-eof FILE         when stdin closes, take 300 ms (as a server that rolls
+                        back or flushes), then write `stopped cleanly` to FILE
   --chatty              before answering a call, send notifications and the
                         requests ping and roots/list, and wait for the answers
   --notify-after-init   send notifications/tools/list_changed after initialized
@@ -73,6 +75,7 @@ struct Opts {
     grandchild: bool,
     escaping_grandchild: Option<String>,
     linger: bool,
+    on_eof: Option<String>,
     chatty: bool,
     notify_after_init: bool,
     gather: usize,
@@ -114,6 +117,7 @@ fn parse() -> Opts {
             "--grandchild" => o.grandchild = true,
             "--escaping-grandchild" => o.escaping_grandchild = Some(value()),
             "--linger" => o.linger = true,
+            "--on-eof" => o.on_eof = Some(value()),
             "--chatty" => o.chatty = true,
             "--notify-after-init" => o.notify_after_init = true,
             "--gather" => o.gather = number(value()),
@@ -258,6 +262,10 @@ fn main() {
         if !s.o.silent {
             s.handle(message);
         }
+    }
+    if let Some(path) = &s.o.on_eof {
+        std::thread::sleep(Duration::from_millis(300));
+        let _ = std::fs::write(path, "stopped cleanly\n");
     }
     if s.o.linger {
         loop {
