@@ -140,6 +140,7 @@ fn status_name(s: AnswerStatus) -> &'static str {
         AnswerStatus::Refused => "refused",
         AnswerStatus::Unavailable => "unavailable",
         AnswerStatus::Failed => "failed",
+        AnswerStatus::OutcomeUnknown => "outcome_unknown",
     }
 }
 

@@ -149,6 +149,15 @@ pub const NO_RUNTIME: &str = "External capabilities are not available to this tu
 pub const SESSION_CLOSED: &str =
     "External capabilities are not available: the session that offered them is closed.";
 
+/// The answer to a call that was sent when the session closed before its
+/// answer came.
+pub fn outcome_unknown_closed(capability: &str) -> String {
+    format!(
+        "The call to `{}` was sent, but the session closed before its answer came: whether it ran is not known.",
+        one_line(capability, 200)
+    )
+}
+
 /// The answer to `describe` or `invoke` of a capability whose provider is
 /// unavailable: "unavailable", never "there is none".
 pub fn capability_unavailable(

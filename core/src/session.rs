@@ -85,6 +85,10 @@ pub use slot::{MAX_RESTARTS, ProviderState, START_BUDGET_FACTOR, start_budget};
 /// does itself.
 pub const TIMEOUT_GRACE: Duration = Duration::from_secs(1);
 
+/// How long `close` waits for calls in flight to stop waiting (and send
+/// their cancellations) before it shuts their providers down.
+const CANCEL_WAIT: Duration = Duration::from_secs(1);
+
 /// How a session is set up.
 #[derive(Clone)]
 #[non_exhaustive]
@@ -168,6 +172,11 @@ pub(crate) struct Inner {
     notices: Mutex<Vec<String>>,
     turns: AtomicU64,
     closed: AtomicBool,
+    /// Set by `close`: calls in flight stop waiting at once.
+    pub(crate) closing: tokio::sync::watch::Sender<bool>,
+    /// Calls sent and not answered yet; `close` waits for them to have
+    /// told their servers they are cancelled.
+    pub(crate) in_flight: tokio::sync::watch::Sender<usize>,
     /// Stops begun without a caller to await them (a provider that failed,
     /// one that finished starting after its slot closed): `close` waits for
     /// them too, so that each server gets its whole stop sequence.
@@ -218,6 +227,8 @@ impl Session {
                 turns: AtomicU64::new(0),
                 closed: AtomicBool::new(false),
                 stopping: Mutex::new(Vec::new()),
+                closing: tokio::sync::watch::Sender::new(false),
+                in_flight: tokio::sync::watch::Sender::new(0),
             }),
         }
     }
@@ -322,6 +333,11 @@ impl Session {
             }
             return;
         }
+        // Calls in flight answer at once, "sent, outcome unknown", and tell
+        // their servers they are cancelled before any stdin is closed.
+        self.inner.closing.send_replace(true);
+        let mut in_flight = self.inner.in_flight.subscribe();
+        let _ = tokio::time::timeout(CANCEL_WAIT, in_flight.wait_for(|n| *n == 0)).await;
         let audit = &self.inner.audit;
         futures::future::join_all(started.into_iter().map(|(id, p)| async move {
             let error = p.shutdown().await.err().map(|e| e.to_string());
@@ -335,6 +351,29 @@ impl Session {
         // stdin closed, grace, SIGTERM, SIGKILL) runs to its end too.
         let stopping = std::mem::take(&mut *lock(&self.inner.stopping));
         futures::future::join_all(stopping).await;
+    }
+}
+
+/// What a provider's stop record says when its session was dropped
+/// without `close`.
+const DROPPED: &str =
+    "the session was dropped without close: the provider was ended at once, without its grace";
+
+impl Drop for Inner {
+    /// A session dropped without `close`: each started provider is dropped
+    /// with it (its kind ends its processes) and the trail records its stop,
+    /// synchronously, so that it does not end at `capability_invoked`.
+    fn drop(&mut self) {
+        let slots = std::mem::take(&mut *lock(&self.slots));
+        for (id, slot) in slots {
+            if let Some(provider) = slot.close() {
+                drop(provider);
+                self.audit.emit(AuditEvent::ProviderStopped {
+                    provider: id,
+                    error: Some(DROPPED.to_owned()),
+                });
+            }
+        }
     }
 }
 

@@ -52,6 +52,10 @@ named! {
         Unavailable = "unavailable",
         /// The provider or tool reported a failure.
         Failed = "failed",
+        /// The call was sent and its outcome is not known (the session
+        /// closed before its answer came): it may have run. Neither ok nor
+        /// refused; retrying it may do it twice.
+        OutcomeUnknown = "outcome_unknown",
     }
 }
 

@@ -132,22 +132,61 @@ async fn closing_one_clone_closes_the_session_for_every_clone() {
     ));
 }
 
+/// A call in flight when another clone closes the session was sent: its
+/// answer says its outcome is not known (never "refused"), at once, not
+/// after the provider's answer; the audit says `closed`, not failed.
 #[tokio::test]
-async fn a_call_in_flight_when_the_session_closes_is_recorded_as_closed_not_failed() {
+async fn a_call_in_flight_when_the_session_closes_is_sent_with_its_outcome_unknown() {
     let (b, notes) = bench();
-    notes.tool_latency("get_note", Duration::from_millis(300));
+    notes.tool_latency("get_note", Duration::from_secs(5));
     let s = b.session(Arc::new(Auto));
     let t = s.begin_turn(implementation()).await;
+    let began = std::time::Instant::now();
     let (answer, ()) = tokio::join!(
         ours(&t, "spear-capability invoke notes/get_note '{}'"),
         async {
             tokio::time::sleep(Duration::from_millis(50)).await;
-            s.close().await;
+            s.clone().close().await;
         }
     );
-    assert_eq!(answer.status, AnswerStatus::Refused, "{}", answer.text);
+    assert!(
+        began.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        began.elapsed()
+    );
+    assert_eq!(
+        answer.status,
+        AnswerStatus::OutcomeUnknown,
+        "{}",
+        answer.text
+    );
+    assert_eq!(
+        answer.text,
+        "The call to `notes/get_note` was sent, but the session closed before its answer came: whether it ran is not known."
+    );
     assert_eq!(b.sink.named("capability_invoked")[0]["outcome"], "closed");
     assert!(b.sink.named("provider_failed").is_empty());
+}
+
+/// A session dropped without `close` (its turns too) records each started
+/// provider's stop, so that the trail does not end at the last call.
+#[tokio::test]
+async fn a_session_dropped_without_close_records_each_providers_stop() {
+    let (b, _notes) = bench();
+    let s = b.session(Arc::new(Auto));
+    let t = s.begin_turn(implementation()).await;
+    let a = ours(&t, "spear-capability invoke notes/get_note '{}'").await;
+    assert_eq!(a.status, AnswerStatus::Ok, "{}", a.text);
+    assert!(b.sink.named("provider_stopped").is_empty());
+    drop(t);
+    drop(s);
+    let stopped = b.sink.named("provider_stopped");
+    assert_eq!(stopped.len(), 1, "{stopped:?}");
+    assert_eq!(stopped[0]["provider"], "notes");
+    assert_eq!(
+        stopped[0]["error"],
+        "the session was dropped without close: the provider was ended at once, without its grace"
+    );
 }
 
 #[test]

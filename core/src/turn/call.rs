@@ -82,6 +82,8 @@ impl Turn {
             arguments: Some(args_text),
             began: Instant::now(),
         };
+        let _flying = InFlight::new(&self.session.in_flight);
+        let mut closing = self.session.closing.subscribe();
         let provider: &dyn Provider = &*ready.provider;
         let call = provider.call_tool(CallRequest::new(tool.name.clone(), arguments));
         // A span, never an event: a call at info costs nothing, and its
@@ -89,13 +91,21 @@ impl Turn {
         let span =
             tracing::debug_span!(target: "spear_capabilities::call", "call", capability = %cap);
         let call = tracing::Instrument::instrument(call, span);
-        let outcome = tokio::time::timeout(bound, call).await.unwrap_or_else(|_| {
-            Err(Error::Timeout {
-                provider: slot.entry.id.clone(),
-                after: slot.entry.timeout,
-                stderr: String::new(),
-            })
-        });
+        let outcome = tokio::select! {
+            outcome = tokio::time::timeout(bound, call) => outcome.unwrap_or_else(|_| {
+                Err(Error::Timeout {
+                    provider: slot.entry.id.clone(),
+                    after: slot.entry.timeout,
+                    stderr: String::new(),
+                })
+            }),
+            // The session closes: the call is dropped here, which tells
+            // its server it is cancelled, and its outcome is not known.
+            _ = closing.wait_for(|closed| *closed) => {
+                sent.done(Outcome::Closed);
+                return Answer::new(AnswerStatus::OutcomeUnknown, messages::outcome_unknown_closed(cap));
+            }
+        };
         let (label, answer) = self.outcome(slot, ready, id, tool, outcome);
         sent.done(label);
         answer
@@ -201,10 +211,14 @@ impl Turn {
                 };
                 (Outcome::Unreadable, answer)
             }
-            // The provider was shut down by the session's close, not failed.
+            // The provider was shut down by the session's close, not failed:
+            // the call was sent, so whether it ran is not known.
             Err(_) if self.session.is_closed() => (
                 Outcome::Closed,
-                Answer::new(AnswerStatus::Refused, messages::SESSION_CLOSED),
+                Answer::new(
+                    AnswerStatus::OutcomeUnknown,
+                    messages::outcome_unknown_closed(cap),
+                ),
             ),
             Err(e) => {
                 let reason = e
@@ -274,6 +288,22 @@ impl Sent<'_> {
 impl Drop for Sent<'_> {
     fn drop(&mut self) {
         self.done(Outcome::Cancelled);
+    }
+}
+
+/// Counts a call in flight for as long as it lives.
+struct InFlight<'a>(&'a tokio::sync::watch::Sender<usize>);
+
+impl<'a> InFlight<'a> {
+    fn new(count: &'a tokio::sync::watch::Sender<usize>) -> Self {
+        count.send_modify(|n| *n += 1);
+        InFlight(count)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n -= 1);
     }
 }
 
