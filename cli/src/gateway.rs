@@ -172,8 +172,21 @@ where
     F: std::future::Future<Output = Result<ExitCode, Closed>>,
 {
     let result = body.await;
-    crate::out::close(session).await;
-    result.unwrap_or_else(Closed::code)
+    crate::out::close(session.clone()).await;
+    let code = result.unwrap_or_else(Closed::code);
+    // A trail that lost records is the operator's to hear of, whatever else
+    // went well.
+    match session.audit_failure() {
+        Some(failure) => {
+            eprintln!("spear-capabilities: the audit trail is failing: {failure}");
+            if code == ExitCode::SUCCESS {
+                ExitCode::from(REFUSED_EXIT)
+            } else {
+                code
+            }
+        }
+        None => code,
+    }
 }
 
 /// `turn`: what the turn is shown, then the answer to each command.

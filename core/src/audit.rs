@@ -13,7 +13,7 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
-pub use sink::{AuditSink, JsonLinesSink, NullSink};
+pub use sink::{AuditError, AuditSink, JsonLinesSink, NullSink};
 
 use crate::UnavailableReason;
 use crate::exposure::Class;
@@ -243,6 +243,8 @@ pub struct CandidateRecord {
 #[derive(Clone)]
 pub struct Audit {
     sink: Arc<dyn AuditSink>,
+    /// Shared by every handle on the sink: whether records are being lost.
+    health: Arc<Health>,
     // Shared by every record of the session and turn, not copied into each.
     session: Option<Arc<str>>,
     turn: Option<Arc<str>>,
@@ -257,11 +259,44 @@ impl std::fmt::Debug for Audit {
     }
 }
 
+/// What the sink said of the records it was given.
+#[derive(Debug, Default)]
+struct Health {
+    lost: std::sync::atomic::AtomicU64,
+    /// The last record was not written.
+    failing: std::sync::atomic::AtomicBool,
+    last_error: std::sync::Mutex<Option<AuditError>>,
+    /// The session has been told.
+    told: std::sync::atomic::AtomicBool,
+}
+
+/// Records an audit trail lost: how many, and why the last one was.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AuditFailure {
+    /// Records that could not be written.
+    pub lost: u64,
+    /// The sink's reason for the last of them.
+    pub last_error: AuditError,
+}
+
+impl std::fmt::Display for AuditFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = if self.lost == 1 { "" } else { "s" };
+        write!(
+            f,
+            "{} audit record{s} could not be written ({})",
+            self.lost, self.last_error
+        )
+    }
+}
+
 impl Audit {
     /// Records into `sink` with no session or turn.
     pub fn new(sink: Arc<dyn AuditSink>) -> Self {
         Self {
             sink,
+            health: Arc::default(),
             session: None,
             turn: None,
         }
@@ -276,6 +311,7 @@ impl Audit {
     pub fn for_session(&self, id: impl Into<String>) -> Self {
         Self {
             sink: Arc::clone(&self.sink),
+            health: Arc::clone(&self.health),
             session: Some(Arc::from(id.into())),
             turn: None,
         }
@@ -285,6 +321,7 @@ impl Audit {
     pub fn for_turn(&self, id: impl Into<String>) -> Self {
         Self {
             sink: Arc::clone(&self.sink),
+            health: Arc::clone(&self.health),
             session: self.session.clone(),
             turn: Some(Arc::from(id.into())),
         }
@@ -294,14 +331,70 @@ impl Audit {
     /// are also `tracing` events (target `spear_capabilities::provider`),
     /// for an embedder's subscriber; nothing else is, so no call's
     /// arguments or results reach a log.
+    ///
+    /// A record the sink could not write is counted ([`Audit::failure`])
+    /// and said once to the session; use [`Audit::try_emit`] where going on
+    /// unrecorded is not allowed.
     pub fn emit(&self, event: AuditEvent) {
+        let _ = self.try_emit(event);
+    }
+
+    /// Records `event` now, and says whether it was written.
+    ///
+    /// # Errors
+    /// The sink's, when the record was not written (whole).
+    pub fn try_emit(&self, event: AuditEvent) -> Result<(), AuditError> {
+        use std::sync::atomic::Ordering;
         trace_lifecycle(self.session.as_deref().unwrap_or(""), &event);
-        self.sink.record(AuditRecord {
+        let written = self.sink.record(AuditRecord {
             time: time::rfc3339_millis(SystemTime::now()),
             session: self.session.clone(),
             turn: self.turn.clone(),
             event,
         });
+        let health = &self.health;
+        match &written {
+            Ok(()) => health.failing.store(false, Ordering::SeqCst),
+            Err(e) => {
+                tracing::error!(target: "spear_capabilities::audit", reason = %e, "an audit record could not be written");
+                health.lost.fetch_add(1, Ordering::SeqCst);
+                *health.last_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.clone());
+                health.failing.store(true, Ordering::SeqCst);
+            }
+        }
+        written
+    }
+
+    /// Whether the last record given to the sink was lost: a WRITE is then
+    /// refused before it is asked for.
+    pub fn is_failing(&self) -> bool {
+        self.health
+            .failing
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// The records lost so far on this sink, if any: for the operator (the
+    /// CLI says so on stderr and exits non-zero).
+    pub fn failure(&self) -> Option<AuditFailure> {
+        let lost = self.health.lost.load(std::sync::atomic::Ordering::SeqCst);
+        let last_error = self
+            .health
+            .last_error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()?;
+        (lost > 0).then_some(AuditFailure { lost, last_error })
+    }
+
+    /// The failure, the first time it is asked for: what the session's
+    /// notice says once.
+    pub(crate) fn failure_untold(&self) -> Option<AuditFailure> {
+        let failure = self.failure()?;
+        (!self
+            .health
+            .told
+            .swap(true, std::sync::atomic::Ordering::SeqCst))
+        .then_some(failure)
     }
 }
 

@@ -22,7 +22,10 @@ pub mod tokens;
 pub mod turn;
 pub mod vetting;
 
-pub use audit::{Audit, AuditEvent, AuditRecord, AuditSink, JsonLinesSink, NullSink, Outcome};
+pub use audit::{
+    Audit, AuditError, AuditEvent, AuditFailure, AuditRecord, AuditSink, JsonLinesSink, NullSink,
+    Outcome,
+};
 pub use connector::{Connector, KindConnector};
 pub use error::{Error, UnavailableReason};
 pub use exposure::{Class, Exposure, Limits, Shown, ShownCapability, ShownUnavailable};

@@ -149,6 +149,22 @@ pub const NO_RUNTIME: &str = "External capabilities are not available to this tu
 pub const SESSION_CLOSED: &str =
     "External capabilities are not available: the session that offered them is closed.";
 
+/// The refusal of a WRITE while the audit trail cannot record it.
+pub fn write_refused_audit_failing(capability: &str) -> String {
+    format!(
+        "`{}` was not run: it is a WRITE, and the audit trail is failing, so its approval and invocation could not be recorded before it was sent.",
+        one_line(capability, 200)
+    )
+}
+
+/// The session's notice that the audit trail is losing records, said once.
+pub fn notice_audit_failing(failure: &crate::AuditFailure) -> String {
+    format!(
+        "The audit trail is failing ({}); READ capabilities go on, WRITE capabilities are refused while it cannot record them.",
+        one_line(&failure.to_string(), 300)
+    )
+}
+
 /// The answer to a call that was sent when the session closed before its
 /// answer came.
 pub fn outcome_unknown_closed(capability: &str) -> String {

@@ -200,6 +200,12 @@ impl std::fmt::Debug for Session {
 }
 
 impl Session {
+    /// The audit records this session's sink could not write, if any: the
+    /// operator must hear of it (the CLI says so and exits non-zero).
+    pub fn audit_failure(&self) -> Option<crate::AuditFailure> {
+        self.inner.audit.failure()
+    }
+
     /// How many providers are still being stopped in the background (one
     /// that failed, e.g. after a timeout, gets its whole stop sequence):
     /// [`Session::close`] waits for them.
@@ -289,7 +295,11 @@ impl Session {
     /// The notices not read yet: each failed provider is reported once in
     /// the session's life.
     pub fn take_notices(&self) -> Vec<String> {
-        std::mem::take(&mut *lock(&self.inner.notices))
+        let mut notices = std::mem::take(&mut *lock(&self.inner.notices));
+        if let Some(failure) = self.inner.audit.failure_untold() {
+            notices.insert(0, crate::messages::notice_audit_failing(&failure));
+        }
+        notices
     }
 
     /// The providers this session has started or tried to, in registry

@@ -251,8 +251,9 @@ impl PermissionMode for Tally {
 struct Counter(Arc<Mutex<usize>>);
 
 impl AuditSink for Counter {
-    fn record(&self, _: AuditRecord) {
+    fn record(&self, _: AuditRecord) -> Result<(), spear_capabilities::AuditError> {
         *self.0.lock().expect("lock") += 1;
+        Ok(())
     }
 }
 

@@ -53,7 +53,8 @@ impl RecordingSink {
 }
 
 impl AuditSink for RecordingSink {
-    fn record(&self, record: AuditRecord) {
+    fn record(&self, record: AuditRecord) -> Result<(), spear_capabilities::AuditError> {
         self.lock().push(record);
+        Ok(())
     }
 }

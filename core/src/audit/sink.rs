@@ -2,21 +2,50 @@
 
 use std::fmt;
 use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use super::AuditRecord;
 
+/// Why a record was not written (whole): the gateway then refuses what must
+/// not run unrecorded (a WRITE), and tells the session and the operator.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+#[non_exhaustive]
+pub struct AuditError {
+    /// What went wrong, e.g. the OS error of the write.
+    pub reason: String,
+}
+
+impl AuditError {
+    /// An error saying `reason`.
+    pub fn new(reason: impl Into<String>) -> Self {
+        Self {
+            reason: reason.into(),
+        }
+    }
+}
+
+impl From<io::Error> for AuditError {
+    fn from(e: io::Error) -> Self {
+        Self::new(e.to_string())
+    }
+}
+
 /// Where audit records go. Implementations must not block for long: they are
 /// called on the turn's path.
 pub trait AuditSink: Send + Sync {
     /// Takes one record.
-    fn record(&self, record: AuditRecord);
+    ///
+    /// # Errors
+    /// When the record was not written, or not whole: a sink must say so,
+    /// never lose a record silently.
+    fn record(&self, record: AuditRecord) -> Result<(), AuditError>;
 }
 
 impl<T: AuditSink + ?Sized> AuditSink for Arc<T> {
-    fn record(&self, record: AuditRecord) {
+    fn record(&self, record: AuditRecord) -> Result<(), AuditError> {
         (**self).record(record)
     }
 }
@@ -26,38 +55,76 @@ impl<T: AuditSink + ?Sized> AuditSink for Arc<T> {
 pub struct NullSink;
 
 impl AuditSink for NullSink {
-    fn record(&self, _: AuditRecord) {}
+    fn record(&self, _: AuditRecord) -> Result<(), AuditError> {
+        Ok(())
+    }
 }
 
-/// A sink writing one JSON object a line, flushed after each record.
+/// A sink writing one JSON object a line.
 ///
-/// A write that fails is counted and the error kept: the audit trail must not
-/// stop a turn, but the deployment must be able to tell that it lost records.
+/// On a file ([`JsonLinesSink::append`]) each record is one write on an
+/// `O_APPEND` descriptor, whole or not at all: a write that fails part way
+/// (a full disk) is cut back off the file, and a file whose last line was
+/// cut before (a crash) gets a newline before the first record, so that no
+/// record is ever glued onto a fragment. A failed write is returned to the
+/// gateway, and also counted here ([`JsonLinesSink::failures`]).
 pub struct JsonLinesSink {
     inner: Mutex<SinkState>,
 }
 
 struct SinkState {
-    out: Box<dyn Write + Send>,
+    out: Out,
+    /// The next record must begin on a new line: what is there ends in a
+    /// fragment that could not be cut off.
+    fresh_line: bool,
     failures: u64,
     last_error: Option<String>,
+}
+
+enum Out {
+    File(File),
+    Other(Box<dyn Write + Send>),
 }
 
 impl JsonLinesSink {
     /// Appends to the file at `path`, creating it if needed.
     ///
     /// # Errors
-    /// When the file cannot be opened.
+    /// When the file cannot be opened or read.
     pub fn append(path: &Path) -> io::Result<Self> {
-        let file: File = OpenOptions::new().create(true).append(true).open(path)?;
-        Ok(Self::new(file))
+        let mut file: File = OpenOptions::new()
+            .create(true)
+            .read(true)
+            .append(true)
+            .open(path)?;
+        let cut = match file.seek(SeekFrom::End(0))? {
+            0 => false,
+            len => {
+                let mut last = [0u8; 1];
+                file.seek(SeekFrom::Start(len - 1))?;
+                file.read_exact(&mut last)?;
+                last[0] != b'\n'
+            }
+        };
+        let mut sink = Self::with(Out::File(file));
+        sink.inner
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .fresh_line = cut;
+        Ok(sink)
     }
 
-    /// Writes to `out`.
+    /// Writes to `out`, flushed after each record (a record that fails part
+    /// way cannot be taken back from a plain writer).
     pub fn new(out: impl Write + Send + 'static) -> Self {
+        Self::with(Out::Other(Box::new(out)))
+    }
+
+    fn with(out: Out) -> Self {
         Self {
             inner: Mutex::new(SinkState {
-                out: Box::new(out),
+                out,
+                fresh_line: false,
                 failures: 0,
                 last_error: None,
             }),
@@ -80,8 +147,33 @@ impl fmt::Debug for JsonLinesSink {
     }
 }
 
+impl SinkState {
+    fn write(&mut self, line: &[u8]) -> io::Result<()> {
+        match &mut self.out {
+            Out::Other(out) => {
+                let result = out.write_all(line).and_then(|()| out.flush());
+                // Whatever part of it went out stays: the next starts afresh.
+                self.fresh_line |= result.is_err();
+                result
+            }
+            Out::File(file) => {
+                let before = file.metadata()?.len();
+                let result = file.write(line).and_then(|n| {
+                    (n == line.len()).then_some(()).ok_or_else(|| {
+                        io::Error::new(io::ErrorKind::WriteZero, "the record was written in part")
+                    })
+                });
+                if result.is_err() && file.set_len(before).is_err() {
+                    self.fresh_line = true;
+                }
+                result
+            }
+        }
+    }
+}
+
 impl AuditSink for JsonLinesSink {
-    fn record(&self, record: AuditRecord) {
+    fn record(&self, record: AuditRecord) -> Result<(), AuditError> {
         let mut line = match serde_json::to_vec(&record) {
             Ok(line) => line,
             Err(e) => format!(
@@ -92,10 +184,19 @@ impl AuditSink for JsonLinesSink {
         };
         line.push(b'\n');
         let mut state = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        let result = state.out.write_all(&line).and_then(|()| state.out.flush());
-        if let Err(e) = result {
-            state.failures += 1;
-            state.last_error = Some(e.to_string());
+        if state.fresh_line {
+            line.insert(0, b'\n');
+        }
+        match state.write(&line) {
+            Ok(()) => {
+                state.fresh_line = false;
+                Ok(())
+            }
+            Err(e) => {
+                state.failures += 1;
+                state.last_error = Some(e.to_string());
+                Err(e.into())
+            }
         }
     }
 }
@@ -162,5 +263,43 @@ mod tests {
         let sink = Arc::new(JsonLinesSink::new(Broken));
         Audit::new(sink.clone()).emit(refused());
         assert_eq!(sink.failures(), (1, Some("disk full".into())));
+    }
+
+    #[test]
+    fn a_file_whose_last_line_was_cut_gets_the_next_record_on_a_line_of_its_own() {
+        let dir = std::env::temp_dir().join(format!("spear-audit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("audit.jsonl");
+        std::fs::write(&path, "{\"event\":\"whole\"}\n{\"event\":\"cu").expect("write");
+        let sink = JsonLinesSink::append(&path).expect("opens");
+        sink.record(AuditRecord {
+            time: "t".into(),
+            session: None,
+            turn: None,
+            event: refused(),
+        })
+        .expect("written");
+        let text = std::fs::read_to_string(&path).expect("read");
+        let _ = std::fs::remove_dir_all(&dir);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        assert_eq!(lines[1], "{\"event\":\"cu");
+        let last: serde_json::Value = serde_json::from_str(lines[2]).expect("a whole record");
+        assert_eq!(last["event"], "provider_refused");
+    }
+
+    #[test]
+    fn a_write_the_file_refuses_is_returned_and_counted() {
+        let sink = JsonLinesSink::append(Path::new("/dev/full")).expect("opens");
+        let audit = Audit::new(Arc::new(sink));
+        let err = audit.try_emit(refused()).expect_err("no space");
+        assert!(err.reason.contains("No space left on device"), "{err}");
+        assert!(audit.is_failing());
+        let failure = audit.failure().expect("counted");
+        assert_eq!(failure.lost, 1);
+        assert_eq!(
+            failure.to_string(),
+            format!("1 audit record could not be written ({err})")
+        );
     }
 }

@@ -244,14 +244,21 @@ impl Turn {
         if policy == WritePolicy::Refuse {
             return Some(messages::write_refused_by_policy(cap, provider));
         }
+        // Nothing is sent that the trail cannot record: not even asked for.
+        if self.audit.is_failing() {
+            return Some(messages::write_refused_audit_failing(cap));
+        }
         let mode = &self.session.options.permission;
         if mode.allow_write(policy, &request).await {
-            self.audit.emit(AuditEvent::WriteApproved {
+            let cap = request.capability.clone();
+            let recorded = self.audit.try_emit(AuditEvent::WriteApproved {
                 capability: request.capability,
                 arguments: request.arguments,
                 mode: mode.name().to_owned(),
             });
-            None
+            recorded
+                .is_err()
+                .then(|| messages::write_refused_audit_failing(&cap))
         } else {
             Some(messages::write_refused_by_mode(cap, mode.name()))
         }

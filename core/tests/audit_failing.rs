@@ -1,0 +1,117 @@
+//! Issue 32.1: the audit trail cannot fail silently. A sink that cannot
+//! write: READs go on, a WRITE is refused before it is asked for or sent,
+//! the session is told once, the operator can read how many were lost.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use common::{Bench, implementation};
+use serde_json::json;
+use spear_capabilities::{
+    AnswerStatus, Audit, AuditError, AuditRecord, AuditSink, Auto, Session, SessionOptions,
+};
+use spear_testkit::ours;
+
+/// A sink that fails while `failing` is set, and keeps what it wrote.
+#[derive(Default)]
+struct Switch {
+    failing: AtomicBool,
+    written: Mutex<Vec<AuditRecord>>,
+}
+
+impl AuditSink for Switch {
+    fn record(&self, record: AuditRecord) -> Result<(), AuditError> {
+        if self.failing.load(Ordering::SeqCst) {
+            return Err(AuditError::new("No space left on device (os error 28)"));
+        }
+        self.written.lock().expect("lock").push(record);
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_failing_trail_refuses_writes_lets_reads_on_and_is_said_once() {
+    let b = Bench::new(json!([
+        {"id": "notes", "scope": "global", "read": ["get_note"], "write": "allow"}
+    ]));
+    let notes = b.provider("notes");
+    notes
+        .add_simple_tool("get_note", "Read one note.", &["id"])
+        .add_simple_tool("add_note", "Create a note.", &["text"]);
+    let sink = Arc::new(Switch::default());
+    let audit = Audit::new(sink.clone());
+    let session = Session::open(
+        Arc::clone(&b.registry),
+        SessionOptions::new("s1", Arc::new(Auto))
+            .with_audit(audit.clone())
+            .with_connector(b.connector.clone()),
+    );
+    let turn = session.begin_turn(implementation()).await;
+    assert!(audit.failure().is_none());
+
+    sink.failing.store(true, Ordering::SeqCst);
+    let read = ours(
+        &turn,
+        r#"spear-capability invoke notes/get_note '{"id": "1"}'"#,
+    )
+    .await;
+    assert_eq!(read.status, AnswerStatus::Ok, "{}", read.text);
+    let write = ours(
+        &turn,
+        r#"spear-capability invoke notes/add_note '{"text": "x"}'"#,
+    )
+    .await;
+    assert_eq!(write.status, AnswerStatus::Refused, "{}", write.text);
+    assert_eq!(
+        write.text,
+        "`notes/add_note` was not run: it is a WRITE, and the audit trail is failing, so its approval and invocation could not be recorded before it was sent."
+    );
+    assert!(
+        notes.calls().iter().all(|c| c.tool != "add_note"),
+        "the WRITE was sent"
+    );
+    let failure = audit.failure().expect("counted");
+    assert_eq!(
+        failure.last_error.reason,
+        "No space left on device (os error 28)"
+    );
+    let notices = session.take_notices();
+    assert_eq!(notices.len(), 1, "{notices:?}");
+    assert!(
+        notices[0].starts_with("The audit trail is failing (")
+            && notices[0].contains("WRITE capabilities are refused"),
+        "{notices:?}"
+    );
+    assert!(session.take_notices().is_empty(), "said once");
+
+    // The trail records again: so may a WRITE.
+    sink.failing.store(false, Ordering::SeqCst);
+    let read = ours(
+        &turn,
+        r#"spear-capability invoke notes/get_note '{"id": "2"}'"#,
+    )
+    .await;
+    assert_eq!(read.status, AnswerStatus::Ok, "{}", read.text);
+    let write = ours(
+        &turn,
+        r#"spear-capability invoke notes/add_note '{"text": "y"}'"#,
+    )
+    .await;
+    assert_eq!(write.status, AnswerStatus::Ok, "{}", write.text);
+    let events: Vec<String> = sink
+        .written
+        .lock()
+        .expect("lock")
+        .iter()
+        .map(|r| {
+            serde_json::to_value(r).expect("json")["event"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned()
+        })
+        .collect();
+    assert!(events.contains(&"write_approved".to_owned()), "{events:?}");
+    session.close().await;
+}
