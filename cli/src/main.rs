@@ -9,7 +9,10 @@
 
 mod check;
 mod context;
+mod edit;
+mod file;
 mod gateway;
+mod get;
 mod out;
 mod report;
 mod starting;
@@ -124,6 +127,44 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Show one registry entry: its command, the names of its `env`
+    /// variables (values masked), its selection settings; with --start,
+    /// what its server offers.
+    ///
+    /// Exit status: 0, 1 when no entry has the id, the registry refuses it
+    /// (or, as `check`, its program cannot run) or --start failed, 2 when
+    /// the file cannot be read or parsed, or a file named with
+    /// --capabilities does not exist.
+    #[command(after_help = "Examples:
+  spear-capabilities get notes
+  spear-capabilities get notes --capabilities /etc/spear/capabilities.json --start
+  spear-capabilities get notes --start --json | jq '.started.tools[].name'")]
+    Get(get::GetArgs),
+    /// Add an entry to the registry: validated as `check` validates it,
+    /// never replacing one with the same id; the other entries are kept
+    /// byte for byte, and the file is replaced atomically.
+    ///
+    /// A file that does not exist yet is created (readable by its owner
+    /// only).
+    ///
+    /// Exit status: 0 added, 1 refused (the entry is invalid, its program
+    /// cannot run, or its id is taken; the file is left as it was), 2 on
+    /// bad usage or when the file cannot be read, parsed or written.
+    #[command(after_help = "Examples:
+  spear-capabilities add notes --scope 'corpus demo' --read search_notes,get_note -- /opt/notes-mcp/bin/notes-mcp --stdio
+  spear-capabilities add tracker --scope global --write confirm --env TRACKER_TOKEN_FILE=/etc/t --timeout 10 -- npx -y tracker-mcp
+  spear-capabilities add time --capabilities /etc/spear/capabilities.json --scope global --tasks implementation,general -- uvx mcp-server-time")]
+    Add(edit::AddArgs),
+    /// Remove the entry with this id from the registry (every entry that
+    /// has it); the file is replaced atomically.
+    ///
+    /// Exit status: 0 removed, 1 when no entry has the id, 2 when the file
+    /// cannot be read, parsed or written, or a file named with
+    /// --capabilities does not exist.
+    #[command(after_help = "Examples:
+  spear-capabilities remove notes
+  spear-capabilities remove tracker --capabilities /etc/spear/capabilities.json")]
+    Remove(edit::RemoveArgs),
 }
 
 /// How WRITE capabilities are allowed.
@@ -253,5 +294,8 @@ async fn run(command: Cmd) -> ExitCode {
             )
             .await
         }
+        Cmd::Get(args) => get::get(&args).await,
+        Cmd::Add(args) => edit::add(&args),
+        Cmd::Remove(args) => edit::remove(&args),
     }
 }

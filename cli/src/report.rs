@@ -23,12 +23,18 @@ pub(crate) const REFUSED_EXIT: u8 = 1;
 /// each problem on a line of its own under it, in the status column of
 /// `list`; the word `refused` in colour when `colour`.
 pub(crate) fn refused_lines(registry: &Registry, colour: bool) -> Vec<String> {
+    registry
+        .refused()
+        .iter()
+        .flat_map(|r| refused_entry_lines(r, colour))
+        .collect()
+}
+
+/// One refused entry as [`refused_lines`] prints it.
+pub(crate) fn refused_entry_lines(r: &RefusedEntry, colour: bool) -> Vec<String> {
     let style = status_style("refused", colour);
-    let mut lines = Vec::new();
-    for r in registry.refused() {
-        lines.push(format!("  {style}refused{style:#}  {}", r.label()));
-        lines.extend(r.problems.iter().map(|p| format!("           {p}")));
-    }
+    let mut lines = vec![format!("  {style}refused{style:#}  {}", r.label())];
+    lines.extend(r.problems.iter().map(|p| format!("           {p}")));
     lines
 }
 

@@ -89,7 +89,7 @@ pub(crate) fn info_line(info: &ProviderInfo) -> String {
 /// A [`ProviderInfo`] as JSON: `kind`, then the server's facts by name
 /// (`server`, `server_version`, `protocol` first), then every other detail
 /// the kind gives (a process id, counters) under `details`.
-fn info_json(info: &ProviderInfo) -> Value {
+pub(crate) fn info_json(info: &ProviderInfo) -> Value {
     let mut v = json!({"kind": info.kind});
     let mut others = Map::new();
     for (name, value) in &info.details {
