@@ -13,19 +13,19 @@ use crate::report::{REFUSED_EXIT, refused_json, refused_lines};
 /// What `check` found of one accepted entry beyond the registry's own
 /// validation.
 #[derive(Debug, Default)]
-struct Findings {
+pub(crate) struct Findings {
     /// Why its server cannot be started, when that refuses the entry: it is
     /// enabled and has a scope, so a turn would start it.
-    cannot_run: Option<String>,
+    pub(crate) cannot_run: Option<String>,
     /// What the operator should know and that refuses nothing.
-    warnings: Vec<String>,
+    pub(crate) warnings: Vec<String>,
 }
 
 impl Findings {
     /// Looks at `entry`: a program that cannot run refuses an entry that
     /// some turn would start, and is a warning for one that nothing starts
     /// (disabled, or without a scope, which the spec says applies nowhere).
-    fn of(entry: &ProviderEntry, base: &Path) -> Self {
+    pub(crate) fn of(entry: &ProviderEntry, base: &Path) -> Self {
         let mut findings = Findings::default();
         if entry.scope.is_none() {
             findings
@@ -98,7 +98,8 @@ pub(crate) fn run(file: Option<PathBuf>, projects: &Path, as_json: bool) -> Exit
     }
 }
 
-fn entry_json(e: &ProviderEntry) -> serde_json::Value {
+/// An accepted entry's common keys as `check --json` gives them.
+pub(crate) fn entry_json(e: &ProviderEntry) -> serde_json::Value {
     json!({
         "id": e.id,
         "kind": e.kind,
@@ -161,34 +162,7 @@ fn print_text(path: &Path, registry: &Registry, findings: &[Findings]) -> Result
     }
     out!("{}", path.display())?;
     for (e, f) in registry.entries().iter().zip(findings) {
-        if let Some(why) = &f.cannot_run {
-            out!("  refused  {}\n           {why}", e.id)?;
-            continue;
-        }
-        let scope = e
-            .scope
-            .as_ref()
-            .map_or_else(|| "none (applies nowhere)".to_owned(), ToString::to_string);
-        let tasks: Vec<_> = e.tasks.iter().map(|t| t.as_str()).collect();
-        let read: Vec<_> = e.read.iter().map(String::as_str).collect();
-        out!(
-            "  ok       {}{}\n           kind {}; scope {}; tasks {}; write {}; timeout {}s\n           read: {}",
-            e.id,
-            if e.enabled { "" } else { " (disabled)" },
-            e.kind,
-            scope,
-            tasks.join(", "),
-            e.write.as_str(),
-            e.timeout.as_secs_f64(),
-            if read.is_empty() {
-                "(none: every tool is a WRITE)".to_owned()
-            } else {
-                read.join(", ")
-            },
-        )?;
-        for w in &f.warnings {
-            out!("           warning: {w}")?;
-        }
+        out!("{}", entry_lines(e, f))?;
     }
     for line in refused_lines(registry, false) {
         out!("{line}")?;
@@ -205,4 +179,38 @@ fn print_text(path: &Path, registry: &Registry, findings: &[Findings]) -> Result
         registry.entries().len() - unrunnable,
         registry.refused().len() + unrunnable
     )
+}
+
+/// An accepted entry as `check` prints it, with what `findings` says of
+/// it: `  ok       <id>`, its settings and warnings under it, or `  refused
+/// <id>` and why its program cannot run.
+pub(crate) fn entry_lines(e: &ProviderEntry, f: &Findings) -> String {
+    if let Some(why) = &f.cannot_run {
+        return format!("  refused  {}\n           {why}", e.id);
+    }
+    let scope = e
+        .scope
+        .as_ref()
+        .map_or_else(|| "none (applies nowhere)".to_owned(), ToString::to_string);
+    let tasks: Vec<_> = e.tasks.iter().map(|t| t.as_str()).collect();
+    let read: Vec<_> = e.read.iter().map(String::as_str).collect();
+    let mut lines = format!(
+        "  ok       {}{}\n           kind {}; scope {}; tasks {}; write {}; timeout {}s\n           read: {}",
+        e.id,
+        if e.enabled { "" } else { " (disabled)" },
+        e.kind,
+        scope,
+        tasks.join(", "),
+        e.write.as_str(),
+        e.timeout.as_secs_f64(),
+        if read.is_empty() {
+            "(none: every tool is a WRITE)".to_owned()
+        } else {
+            read.join(", ")
+        },
+    );
+    for w in &f.warnings {
+        lines.push_str(&format!("\n           warning: {w}"));
+    }
+    lines
 }
