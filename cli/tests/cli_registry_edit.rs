@@ -554,3 +554,55 @@ fn read_only_folder(dir: &Path, file: &Path) {
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     assert_eq!(listing(dir), ["capabilities.json"]);
 }
+
+/// The README's transcript of `add`, `get --start` and `remove`, run in
+/// a folder of its own, says what the binary says (`...` stands for lines
+/// left out; the time a start takes differs from run to run).
+#[test]
+fn the_readme_transcript_of_add_get_and_remove_is_what_they_print() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"))
+            .expect("README.md");
+    let block = readme
+        .split("```text\n")
+        .find(|b| b.starts_with("$ spear-capabilities add "))
+        .and_then(|b| b.split("```").next())
+        .expect("the add/get/remove block");
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(dir.path().join("target/debug")).expect("mkdir");
+    std::os::unix::fs::symlink(
+        sibling("spear-example-server"),
+        dir.path().join("target/debug/spear-example-server"),
+    )
+    .expect("symlink");
+    let mut runs = 0;
+    for group in block.split("$ spear-capabilities ").skip(1) {
+        let mut lines = group.lines();
+        let command = lines.next().expect("a command");
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(format!("\"$0\" {command}"))
+            .arg(CLI)
+            .current_dir(dir.path())
+            .env_remove("SPEAR_CAPABILITIES_FILE")
+            .stdin(Stdio::null())
+            .output()
+            .expect("runs");
+        let stdout = text(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{command}: {stdout}{}",
+            text(&out.stderr)
+        );
+        for line in lines.filter(|l| *l != "...") {
+            let line = line.split(" (ready in ").next().unwrap_or(line);
+            assert!(
+                stdout.contains(line),
+                "{command}: missing {line:?} in:\n{stdout}"
+            );
+        }
+        runs += 1;
+    }
+    assert_eq!(runs, 3);
+}
