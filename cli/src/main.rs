@@ -127,9 +127,12 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
-    /// Show one registry entry: its command, the names of its `env`
-    /// variables (values masked), its selection settings; with --start,
-    /// what its server offers.
+    /// Show one registry entry; with --start, what its server offers.
+    ///
+    /// The entry's command, the names of its `env` variables (never their
+    /// values) and its selection settings; --start starts the server
+    /// whatever the entry's scope or `enabled`, and shows its name, version
+    /// and protocol and each tool with its class and full schema.
     ///
     /// Exit status: 0, 1 when no entry has the id, the registry refuses it
     /// (or, as `check`, its program cannot run) or --start failed, 2 when
@@ -140,12 +143,11 @@ enum Cmd {
   spear-capabilities get notes --capabilities /etc/spear/capabilities.json --start
   spear-capabilities get notes --start --json | jq '.started.tools[].name'")]
     Get(get::GetArgs),
-    /// Add an entry to the registry: validated as `check` validates it,
-    /// never replacing one with the same id; the other entries are kept
-    /// byte for byte, and the file is replaced atomically.
+    /// Add an entry to the registry, validated as `check` validates it.
     ///
-    /// A file that does not exist yet is created (readable by its owner
-    /// only).
+    /// An entry with the same id is never replaced; every other entry is
+    /// kept byte for byte, and the file is replaced atomically. A file that
+    /// does not exist yet is created (readable by its owner only).
     ///
     /// Exit status: 0 added, 1 refused (the entry is invalid, its program
     /// cannot run, or its id is taken; the file is left as it was), 2 on
@@ -155,8 +157,10 @@ enum Cmd {
   spear-capabilities add tracker --scope global --write confirm --env TRACKER_TOKEN_FILE=/etc/t --timeout 10 -- npx -y tracker-mcp
   spear-capabilities add time --capabilities /etc/spear/capabilities.json --scope global --tasks implementation,general -- uvx mcp-server-time")]
     Add(edit::AddArgs),
-    /// Remove the entry with this id from the registry (every entry that
-    /// has it); the file is replaced atomically.
+    /// Remove an entry from the registry.
+    ///
+    /// Every entry with the id goes; every other is kept byte for byte, and
+    /// the file is replaced atomically.
     ///
     /// Exit status: 0 removed, 1 when no entry has the id, 2 when the file
     /// cannot be read, parsed or written, or a file named with
