@@ -1,5 +1,6 @@
 //! `spear-capabilities check`: validate a registry.
 
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -112,26 +113,28 @@ pub(crate) fn entry_json(e: &ProviderEntry) -> serde_json::Value {
     })
 }
 
-/// Why `entry`'s server cannot be started, if it cannot: its program
-/// resolved as the mcp-stdio kind resolves it (a relative path with a `/`
-/// from the capabilities file's folder, a bare name on `PATH`), and
-/// checked to be an executable file.
+/// Why `entry`'s server cannot be started, if it cannot, in the words
+/// `list` and a turn's start use for it (`cannot start `x`: No such file or
+/// directory (os error 2)`): its program resolved as the mcp-stdio kind
+/// resolves it (a relative path with a `/` from the capabilities file's
+/// folder, a bare name on the `PATH` the server gets), and checked to be a
+/// file that may be executed, as `execvp` checks it.
 fn cannot_run(entry: &ProviderEntry, base: &Path) -> Option<String> {
     if entry.kind != spear_mcp_stdio::NAME {
         return None;
     }
     let config = spear_mcp_stdio::ServerConfig::from_settings(&entry.settings).ok()?;
     let program = Path::new(config.command.first()?);
+    let cannot_start = |e: std::io::Error| format!("cannot start `{}`: {e}", program.display());
     if program.components().count() == 1 && !program.is_absolute() {
-        let path = std::env::var_os("PATH").unwrap_or_default();
-        let found = std::env::split_paths(&path).any(|dir| executable(&dir.join(program)).is_ok());
-        return (!found).then(|| {
-            format!(
-                "cannot run `{}`: not found on PATH ({})",
-                program.display(),
-                std::env::var("PATH").unwrap_or_default()
-            )
-        });
+        // The server's PATH: ours, unless its `env` sets one.
+        let path = config
+            .env
+            .get("PATH")
+            .map(OsString::from)
+            .or_else(|| std::env::var_os("PATH"))
+            .unwrap_or_default();
+        return on_path(program, &path).err().map(cannot_start);
     }
     let program = if program.is_relative() {
         base.join(program)
@@ -140,17 +143,30 @@ fn cannot_run(entry: &ProviderEntry, base: &Path) -> Option<String> {
     };
     executable(&program)
         .err()
-        .map(|e| format!("cannot run `{}`: {e}", program.display()))
+        .map(|e| format!("cannot start `{}`: {e}", program.display()))
 }
 
-/// Whether `path` is a file that may be executed.
+/// Finds `program` in `path` as `execvp` does: the first executable file
+/// wins; if none, a file found but not executable is "Permission denied",
+/// else "No such file or directory".
+fn on_path(program: &Path, path: &OsStr) -> std::io::Result<()> {
+    let mut denied = None;
+    for dir in std::env::split_paths(path) {
+        match executable(&dir.join(program)) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => denied = Some(e),
+            Err(_) => {}
+        }
+    }
+    Err(denied.unwrap_or_else(|| std::io::Error::from_raw_os_error(2))) // ENOENT
+}
+
+/// Whether `path` is a file that may be executed; a folder may not, and
+/// `execve` says so as it says it of a file without an execute bit.
 fn executable(path: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     let meta = std::fs::metadata(path)?;
-    if meta.is_dir() {
-        return Err(std::io::Error::from_raw_os_error(21)); // EISDIR
-    }
-    if meta.permissions().mode() & 0o111 == 0 {
+    if meta.is_dir() || meta.permissions().mode() & 0o111 == 0 {
         return Err(std::io::Error::from_raw_os_error(13)); // EACCES
     }
     Ok(())

@@ -35,7 +35,7 @@ fn the_example_registry_prints_each_provider_and_refuses_what_cannot_run() {
     assert!(stdout.contains("  ok       notes\n"), "{stdout}");
     assert!(stdout.contains("kind mcp-stdio; scope corpus demo; tasks implementation, mixed, general; write confirm; timeout 10s"), "{stdout}");
     assert!(stdout.contains("read: get_note, search_notes"), "{stdout}");
-    assert!(stdout.contains("  refused  firmware-tracker\n           cannot run `/opt/tracker-mcp/bin/tracker-mcp`: No such file or directory (os error 2)\n"), "{stdout}");
+    assert!(stdout.contains("  refused  firmware-tracker\n           cannot start `/opt/tracker-mcp/bin/tracker-mcp`: No such file or directory (os error 2)\n"), "{stdout}");
     assert!(stdout.ends_with("1 registered, 1 refused\n"), "{stdout}");
 }
 
@@ -62,12 +62,12 @@ fn a_program_that_is_missing_not_executable_or_not_on_path_is_refused() {
     let base = dir.path().display();
     for line in [
         format!(
-            "  refused  plain\n           cannot run `{base}/./server.sh`: Permission denied (os error 13)\n"
+            "  refused  plain\n           cannot start `{base}/./server.sh`: Permission denied (os error 13)\n"
         ),
         format!(
-            "  refused  gone\n           cannot run `{base}/bin/missing`: No such file or directory (os error 2)\n"
+            "  refused  gone\n           cannot start `{base}/bin/missing`: No such file or directory (os error 2)\n"
         ),
-        "  refused  typo\n           cannot run `no-such-server-anywhere`: not found on PATH ("
+        "  refused  typo\n           cannot start `no-such-server-anywhere`: No such file or directory (os error 2)\n"
             .to_owned(),
     ] {
         assert!(stdout.contains(&line), "missing {line:?} in:\n{stdout}");
@@ -164,9 +164,9 @@ fn json_output_is_one_object_for_scripts() {
     // Without a scope nothing starts it: its program is a warning.
     assert_eq!(v["providers"][0]["cannot_run"], serde_json::Value::Null);
     assert!(
-        v["providers"][0]["warnings"][1]
-            .as_str()
-            .is_some_and(|w| w.starts_with("cannot run `s`: not found on PATH")),
+        v["providers"][0]["warnings"][1].as_str().is_some_and(
+            |w| w.starts_with("cannot start `s`: No such file or directory (os error 2)")
+        ),
         "{v}"
     );
 }
@@ -190,10 +190,10 @@ fn a_disabled_or_unscoped_entrys_missing_program_is_a_warning_not_a_refusal() {
     assert_eq!(out.status.code(), Some(0), "{stdout}");
     for line in [
         "  ok       off (disabled)\n",
-        "           warning: cannot run `/nonexistent/off-server`: No such file or directory (os error 2); a warning only: it is disabled, so nothing starts it\n",
+        "           warning: cannot start `/nonexistent/off-server`: No such file or directory (os error 2); a warning only: it is disabled, so nothing starts it\n",
         "  ok       nowhere\n",
         "           warning: no scope, so it applies nowhere (add `scope` to use it)\n",
-        "           warning: cannot run `/nonexistent/nowhere-server`: No such file or directory (os error 2); a warning only: it has no scope, so nothing starts it\n",
+        "           warning: cannot start `/nonexistent/nowhere-server`: No such file or directory (os error 2); a warning only: it has no scope, so nothing starts it\n",
     ] {
         assert!(stdout.contains(line), "missing {line:?} in:\n{stdout}");
     }
