@@ -12,6 +12,7 @@ mod context;
 mod edit;
 mod file;
 mod gateway;
+mod generate;
 mod get;
 mod out;
 mod report;
@@ -21,7 +22,7 @@ mod view;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use context::ContextArgs;
 use gateway::{Confirm, Mode};
@@ -169,6 +170,24 @@ enum Cmd {
   spear-capabilities remove notes
   spear-capabilities remove tracker --capabilities /etc/spear/capabilities.json")]
     Remove(edit::RemoveArgs),
+    /// Print a shell's completion script for spear-capabilities.
+    #[command(after_help = "Examples:
+  spear-capabilities completions bash > ~/.local/share/bash-completion/completions/spear-capabilities
+  spear-capabilities completions zsh > ~/.zfunc/_spear-capabilities")]
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff), or write one a subcommand with --dir.
+    #[command(after_help = "Examples:
+  spear-capabilities man | man -l -
+  spear-capabilities man --dir /usr/local/share/man/man1")]
+    Man {
+        /// Write spear-capabilities.1 and a page for each subcommand
+        /// (spear-capabilities-list.1, ...) into DIR.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
 }
 
 /// How WRITE capabilities are allowed.
@@ -301,5 +320,7 @@ async fn run(command: Cmd) -> ExitCode {
         Cmd::Get(args) => get::get(&args).await,
         Cmd::Add(args) => edit::add(&args),
         Cmd::Remove(args) => edit::remove(&args),
+        Cmd::Completions { shell } => generate::completions(Cli::command(), shell),
+        Cmd::Man { dir } => generate::man(Cli::command(), dir.as_deref()),
     }
 }
