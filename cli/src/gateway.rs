@@ -4,78 +4,24 @@
 //! set-up, the handling of signals and of a closed stdout, and the output;
 //! each subcommand is a function of its own.
 
-use std::io::{BufRead, Write};
+use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use clap::ValueEnum;
-use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use spear_capabilities::command::{CapabilityId, Command};
 use spear_capabilities::selection::Decision;
 use spear_capabilities::{
-    Answer, AnswerStatus, Ask, Audit, Auto, Exposure, PermissionMode, ProviderState, ReadOnly,
-    Registry, Session, SessionOptions, Shown, Turn, WriteRequest,
+    Answer, AnswerStatus, Audit, Exposure, PermissionMode, ProviderState, ReadOnly, Registry,
+    Session, SessionOptions, Shown, Turn,
 };
 
 use crate::context::ContextArgs;
+use crate::lines::Lines;
 use crate::out::{Closed, out, out_raw};
+use crate::permission::{Answered, Confirm, Mode, permission};
 use crate::report::{self, REFUSED_EXIT};
 use crate::view::{colour, info_line, result_json, state_json, state_line, status_style};
-
-/// The session's permission mode.
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub(crate) enum Mode {
-    ReadOnly,
-    Ask,
-    Auto,
-}
-
-/// An answer to every confirmation, instead of asking.
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub(crate) enum Confirm {
-    Yes,
-    No,
-}
-
-fn permission(mode: Mode, confirm: Option<Confirm>) -> Arc<dyn PermissionMode> {
-    match mode {
-        Mode::ReadOnly => Arc::new(ReadOnly),
-        Mode::Auto => Arc::new(Auto),
-        Mode::Ask => Arc::new(Ask::new(
-            move |req: WriteRequest| -> BoxFuture<'static, bool> {
-                Box::pin(async move {
-                    match confirm {
-                        Some(Confirm::Yes) => true,
-                        Some(Confirm::No) => false,
-                        None => tokio::task::spawn_blocking(move || ask_on_terminal(&req))
-                            .await
-                            .unwrap_or(false),
-                    }
-                })
-            },
-        )),
-    }
-}
-
-/// Asks the person at the controlling terminal; no terminal is a no.
-fn ask_on_terminal(req: &WriteRequest) -> bool {
-    let Ok(mut tty) = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/tty")
-    else {
-        eprintln!(
-            "spear-capabilities: no terminal to ask on, so the WRITE {} is declined (use --confirm yes|no)",
-            req.capability
-        );
-        return false;
-    };
-    let _ = write!(tty, "{} [y/N] ", req.question());
-    let mut line = String::new();
-    let _ = std::io::BufReader::new(tty).read_line(&mut line);
-    matches!(line.trim(), "y" | "Y" | "yes" | "Yes")
-}
 
 /// Loads the registry, opens a session on it and begins the turn the flags
 /// describe. Text output whose standard output is a turn's (`turn` and
@@ -87,6 +33,7 @@ async fn open(
     mode: Arc<dyn PermissionMode>,
     as_json: bool,
     refused_to_stderr: bool,
+    finish: crate::starting::Finish,
 ) -> Result<(Session, Turn, Arc<Registry>), ExitCode> {
     let fail = |e: String| {
         eprintln!("spear-capabilities: {e}");
@@ -109,7 +56,7 @@ async fn open(
     // Each provider's state as it starts, for a person at a terminal;
     // nothing when standard error is piped, or for a script (`--json`).
     let turn = if crate::starting::wanted(as_json) {
-        crate::starting::begin_turn(&session, ctx.turn()).await
+        crate::starting::begin_turn(&session, ctx.turn(), finish).await
     } else {
         session.begin_turn(ctx.turn()).await
     };
@@ -129,9 +76,35 @@ fn shown_json(shown: &Shown) -> Value {
         "kind": "shown",
         "exposure": exposure_name(shown.exposure),
         "text": shown.text,
-        "capabilities": shown.capabilities.iter().map(|c| json!({"id": c.id, "class": c.class.to_string()})).collect::<Vec<_>>(),
+        "tokens": shown.tokens,
+        "capabilities": shown.capabilities.iter().map(capability_json).collect::<Vec<_>>(),
         "unavailable": shown.unavailable.iter().map(|u| json!({"provider": u.provider, "reason": u.reason.to_string()})).collect::<Vec<_>>(),
     })
+}
+
+/// One capability as the turn is shown it: `schema` is the schema's text
+/// as shown (compact JSON, cut past its bound with a note saying so).
+fn capability_json(c: &spear_capabilities::ShownCapability) -> Value {
+    let mut v = json!({
+        "id": c.id,
+        "class": c.class.to_string(),
+        "description": c.description,
+        "schema": c.schema,
+    });
+    if let Some(title) = &c.title {
+        v["title"] = json!(title);
+    }
+    v
+}
+
+/// `status` in a transcript: the status word, and for a WRITE declined at
+/// confirmation, that it was (`refused: declined at confirmation
+/// (--confirm no)`).
+fn status_text(a: &Answer, asked: Option<&Answered>) -> String {
+    match asked.and_then(Answered::declined_note) {
+        Some(note) => format!("{}: {note}", status_name(a.status)),
+        None => status_name(a.status).to_owned(),
+    }
 }
 
 fn status_name(s: AnswerStatus) -> &'static str {
@@ -197,8 +170,9 @@ pub(crate) async fn turn(
     commands: Vec<String>,
     as_json: bool,
 ) -> ExitCode {
+    let (mode, confirmations) = permission(mode, confirm);
     let (session, turn, registry) =
-        match open(ctx, permission(mode, confirm), as_json, !as_json).await {
+        match open(ctx, mode, as_json, !as_json, crate::starting::Finish::Keep).await {
             Ok(x) => x,
             Err(code) => return code,
         };
@@ -222,31 +196,31 @@ pub(crate) async fn turn(
             }
         }
         print_notices(&session, as_json)?;
-        let commands = if commands.is_empty() {
-            // Off the runtime's thread, so that a signal is still handled
-            // while standard input stays open.
-            tokio::task::spawn_blocking(|| {
-                std::io::stdin()
-                    .lock()
-                    .lines()
-                    .map_while(Result::ok)
-                    .filter(|l| !l.trim().is_empty())
-                    .collect()
-            })
-            .await
-            .unwrap_or_default()
-        } else {
-            commands
-        };
-        for command in commands {
+        let mut lines = Lines::new(commands).await;
+        // A terminal echoes what is typed at it; a transcript written
+        // elsewhere gets each command line as piped input does.
+        let echo = !lines.typed() || !std::io::stdout().is_terminal();
+        lines.say_how_to_end();
+        while let Some(command) = lines.next().await {
             let answer = turn.answer(&command).await;
+            let asked = confirmations.take();
             if as_json {
-                out!("{}", answer_json(&command, answer.as_ref()))?;
+                let mut v = answer_json(&command, answer.as_ref());
+                if let Some(asked) = &asked {
+                    v["confirmation"] = json!(asked.json_word());
+                }
+                out!("{v}")?;
             } else {
-                out!("\n$ {command}")?;
+                if echo {
+                    out!("\n$ {command}")?;
+                }
                 match &answer {
                     None => out!("(not a spear-capability command: the shell runs it)")?,
-                    Some(a) => out!("{}[{}]", with_newline(&a.text), status_name(a.status))?,
+                    Some(a) => out!(
+                        "{}[{}]",
+                        with_newline(&a.text),
+                        status_text(a, asked.as_ref())
+                    )?,
                 }
             }
             print_notices(&session, as_json)?;
@@ -304,10 +278,14 @@ fn read_warnings(
 /// Exits 1 when a selected provider is unavailable (or still starting), or
 /// the registry refused an entry.
 pub(crate) async fn list(ctx: &ContextArgs, as_json: bool) -> ExitCode {
-    let (session, turn, registry) = match open(ctx, Arc::new(ReadOnly), as_json, false).await {
-        Ok(x) => x,
-        Err(code) => return code,
-    };
+    // The providers' lines are the list's first: the live display clears
+    // its own, so that a terminal shows them once.
+    let finish = crate::starting::Finish::Clear;
+    let (session, turn, registry) =
+        match open(ctx, Arc::new(ReadOnly), as_json, false, finish).await {
+            Ok(x) => x,
+            Err(code) => return code,
+        };
     let body = async {
         let shown = turn.shown();
         let states = session.provider_states();
@@ -364,10 +342,11 @@ pub(crate) async fn list(ctx: &ContextArgs, as_json: bool) -> ExitCode {
             for w in &warnings {
                 out!("warning: {w}")?;
             }
+            let n = shown.capabilities.len();
             out!(
-                "exposure: {} ({} capabilities, about {} tokens of descriptions and schemas)",
+                "exposure: {} ({n} {}, about {} tokens of descriptions and schemas)",
                 exposure_name(shown.exposure),
-                shown.capabilities.len(),
+                if n == 1 { "capability" } else { "capabilities" },
                 shown.tokens
             )?;
             let width = shown
@@ -403,14 +382,13 @@ pub(crate) async fn invoke(
             "{id:?} is not a capability id; the form is <provider>/<tool>"
         ));
     };
-    let arguments = match arguments.map(serde_json::from_str::<Value>) {
-        None => serde_json::Map::new(),
-        Some(Ok(Value::Object(m))) => m,
-        Some(Ok(_)) => return usage("the arguments must be one JSON object".to_owned()),
-        Some(Err(e)) => return usage(format!("the arguments are not JSON: {e}")),
+    let arguments = match crate::arguments::parse(arguments) {
+        Ok(arguments) => arguments,
+        Err(e) => return usage(e),
     };
+    let (mode, confirmations) = permission(mode, confirm);
     let (session, turn, registry) =
-        match open(ctx, permission(mode, confirm), as_json, !as_json).await {
+        match open(ctx, mode, as_json, !as_json, crate::starting::Finish::Keep).await {
             Ok(x) => x,
             Err(code) => return code,
         };
@@ -426,6 +404,7 @@ pub(crate) async fn invoke(
                 arguments,
             })
             .await;
+        let asked = confirmations.take();
         // The turn is told to run `spear-capability list`; the operator's
         // command is another, and a near miss deserves its name.
         let shown: Vec<&str> = turn
@@ -438,10 +417,9 @@ pub(crate) async fn invoke(
         let hint = (answer.status == AnswerStatus::Refused && !shown.contains(&wanted.as_str()))
             .then(|| {
                 let near = closest(&wanted, &shown)
-                    .map(|c| format!("; did you mean `{c}`?"))
-                    .unwrap_or_default();
+                    .map_or_else(|| ".".to_owned(), |c| format!("; did you mean `{c}`?"));
                 format!(
-                    "no capability `{wanted}` reaches this turn{near} `spear-capabilities list` with the same flags shows the ones that do."
+                    "No capability `{wanted}` reaches this turn{near} `spear-capabilities list` with the same flags shows the ones that do."
                 )
             });
         if as_json {
@@ -454,6 +432,9 @@ pub(crate) async fn invoke(
             if let Some(hint) = &hint {
                 v["operator_hint"] = json!(hint);
             }
+            if let Some(asked) = &asked {
+                v["confirmation"] = json!(asked.json_word());
+            }
             if !registry.refused().is_empty() {
                 v["refused"] = report::refused_json(&registry);
             }
@@ -462,6 +443,9 @@ pub(crate) async fn invoke(
             out!("{hint}")?;
         } else {
             out_raw!("{}", with_newline(&answer.text))?;
+            if let Some(note) = asked.as_ref().and_then(Answered::declined_note) {
+                eprintln!("spear-capabilities: `{id}` was {note}, so it was not sent");
+            }
         }
         for n in session.take_notices() {
             eprintln!("notice: {n}");

@@ -7,6 +7,7 @@
 //! memory or `/proc/<pid>/environ`.
 #![forbid(unsafe_code)]
 
+mod arguments;
 mod check;
 mod context;
 mod edit;
@@ -14,7 +15,9 @@ mod file;
 mod gateway;
 mod generate;
 mod get;
+mod lines;
 mod out;
+mod permission;
 mod report;
 mod starting;
 mod view;
@@ -25,7 +28,7 @@ use std::process::ExitCode;
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use context::ContextArgs;
-use gateway::{Confirm, Mode};
+use permission::{Confirm, Mode};
 
 /// Check and try SPEAR's external capability providers: what a turn is
 /// shown, and how SPEAR answers its `spear-capability` commands.
@@ -53,11 +56,15 @@ enum Cmd {
     #[command(after_help = "Examples:
   spear-capabilities check
   spear-capabilities check /etc/spear/capabilities.json
+  spear-capabilities check --capabilities /etc/spear/capabilities.json
   spear-capabilities check --json capabilities.json | jq '.refused'")]
     Check {
         /// The file (default: $SPEAR_CAPABILITIES_FILE, else
         /// capabilities.json beside --projects).
         file: Option<PathBuf>,
+        /// The file, as the other subcommands name it (the same as FILE).
+        #[arg(long = "capabilities", value_name = "FILE", conflicts_with = "file")]
+        capabilities: Option<PathBuf>,
         /// The projects.json whose folder holds capabilities.json.
         #[arg(long, default_value = "projects.json")]
         projects: PathBuf,
@@ -114,11 +121,14 @@ enum Cmd {
     #[command(after_help = "Examples:
   spear-capabilities invoke notes/search_notes '{\"query\": \"flaky\"}' --project demo
   spear-capabilities invoke notes/add_note '{\"title\": \"Ship it\", \"text\": \"Friday\"}' --project demo --confirm yes
-  spear-capabilities invoke notes/get_note '{\"id\": 1}' --project demo --json")]
+  spear-capabilities invoke notes/get_note '{\"id\": 1}' --project demo --json
+  spear-capabilities invoke notes/add_note @note.json --project demo --confirm no
+  echo '{\"id\": 1}' | spear-capabilities invoke notes/get_note - --project demo")]
     Invoke {
         /// The capability, `<provider>/<tool>`.
         id: String,
-        /// The arguments, one JSON object (default `{}`).
+        /// The arguments, one JSON object (default `{}`); `@FILE` reads
+        /// them from FILE, `-` from standard input.
         arguments: Option<String>,
         #[command(flatten)]
         context: ContextArgs,
@@ -281,9 +291,10 @@ async fn run(command: Cmd) -> ExitCode {
     match command {
         Cmd::Check {
             file,
+            capabilities,
             projects,
             json,
-        } => check::run(file, &projects, json),
+        } => check::run(file.or(capabilities), &projects, json),
         Cmd::List { context, json } => gateway::list(&context, json).await,
         Cmd::Turn {
             context,

@@ -4,10 +4,13 @@
 //! `ok … ready in N ms, K tools` or `failed … unavailable (why)`.
 //!
 //! Only on a terminal (standard error) that can move its cursor, and never
-//! with `--json` ([`wanted`]). The lines still starting are redrawn in place by `indicatif`
-//! (cursor moves and line clears are its own, through `console`); a line
-//! whose provider is done is printed once above them and stays. Colour
-//! follows `list`'s rule for standard error (`NO_COLOR`).
+//! with `--json` ([`wanted`]). The lines still starting are redrawn in
+//! place by `indicatif` (cursor moves and line clears are its own, through
+//! `console`); a line whose provider is done is printed once above them and
+//! stays, except for `list`, which prints every provider's state next: there
+//! a done provider's line is cleared ([`Finish::Clear`]), so that a terminal
+//! shows each provider once. Colour follows `list`'s rule for standard
+//! error (`NO_COLOR`).
 //!
 //! The states are read with [`Session::provider_states`] every
 //! [`POLL`] while the turn begins: only the CLI's start pays for it, never
@@ -38,10 +41,20 @@ pub(crate) fn wanted(as_json: bool) -> bool {
         && std::env::var_os("TERM").is_some_and(|t| !t.is_empty() && t != "dumb")
 }
 
+/// What becomes of the display once the turn begins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Finish {
+    /// Each provider's last line stays on the terminal.
+    Keep,
+    /// A provider's line is shown only while it starts, and cleared once
+    /// it is done: the command prints the states itself.
+    Clear,
+}
+
 /// Begins a turn in `context` as [`Session::begin_turn`] does, showing each
 /// provider's state on standard error as it changes.
-pub(crate) async fn begin_turn(session: &Session, context: TurnContext) -> Turn {
-    let mut display = Display::new();
+pub(crate) async fn begin_turn(session: &Session, context: TurnContext, finish: Finish) -> Turn {
+    let mut display = Display::new(finish);
     let mut begin = std::pin::pin!(session.begin_turn(context));
     let mut poll = tokio::time::interval(POLL);
     poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -63,14 +76,16 @@ struct Display {
     /// once its final line is printed).
     starting: BTreeMap<String, Option<ProgressBar>>,
     colour: bool,
+    finish: Finish,
 }
 
 impl Display {
-    fn new() -> Self {
+    fn new(finish: Finish) -> Self {
         Display {
             multi: MultiProgress::with_draw_target(ProgressDrawTarget::stderr()),
             starting: BTreeMap::new(),
             colour: colour_on(std::io::stderr().is_terminal()),
+            finish,
         }
     }
 
@@ -89,11 +104,15 @@ impl Display {
         for (id, state) in states {
             let line = self.line(id, state);
             let starting = matches!(state, ProviderState::Starting { .. });
+            // A done line stays only when the command does not print it next.
+            let keep = self.finish == Finish::Keep;
             match self.starting.get(id) {
                 // Done before it was ever seen starting, or already said.
                 None if !starting => {
                     self.starting.insert(id.clone(), None);
-                    let _ = self.multi.println(line);
+                    if keep {
+                        let _ = self.multi.println(line);
+                    }
                 }
                 None => {
                     let bar = self.multi.add(
@@ -109,7 +128,9 @@ impl Display {
                 Some(Some(bar)) => {
                     bar.finish_and_clear();
                     self.multi.remove(bar);
-                    let _ = self.multi.println(line);
+                    if keep {
+                        let _ = self.multi.println(line);
+                    }
                     self.starting.insert(id.clone(), None);
                 }
             }
@@ -117,11 +138,15 @@ impl Display {
     }
 
     /// Draws the states the turn begins with; a provider still starting
-    /// (it goes on in the background) keeps its last line.
+    /// (it goes on in the background) keeps its last line, unless the
+    /// command prints the states next.
     fn finish(&mut self, states: &[(String, ProviderState)]) {
         self.show(states);
         for bar in self.starting.values().flatten() {
-            bar.finish();
+            match self.finish {
+                Finish::Keep => bar.finish(),
+                Finish::Clear => bar.finish_and_clear(),
+            }
         }
     }
 }

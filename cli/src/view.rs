@@ -46,7 +46,11 @@ pub(crate) fn state_line(state: &ProviderState) -> (&'static str, String) {
             started_in, tools, ..
         } => (
             "ok",
-            format!("ready in {} ms, {tools} tools", started_in.as_millis()),
+            format!(
+                "ready in {} ms, {tools} {}",
+                started_in.as_millis(),
+                if *tools == 1 { "tool" } else { "tools" }
+            ),
         ),
         ProviderState::Unavailable { reason, message } => {
             ("failed", format!("unavailable ({reason}): {message}"))
@@ -88,20 +92,30 @@ pub(crate) fn info_line(info: &ProviderInfo) -> String {
 
 /// A [`ProviderInfo`] as JSON: `kind`, then the server's facts by name
 /// (`server`, `server_version`, `protocol` first), then every other detail
-/// the kind gives (a process id, counters) under `details`.
+/// the kind gives (a process id, counters) under `details`, a whole number
+/// as a JSON number.
 pub(crate) fn info_json(info: &ProviderInfo) -> Value {
     let mut v = json!({"kind": info.kind});
     let mut others = Map::new();
     for (name, value) in &info.details {
-        let value = json!(printable(value, MAX_FACT_CHARS));
         if SERVER_DETAILS.contains(&name.as_str()) {
-            v[name.as_str()] = value;
+            // A version such as "2" is a name, not a count.
+            v[name.as_str()] = json!(printable(value, MAX_FACT_CHARS));
         } else {
-            others.insert(name.clone(), value);
+            others.insert(name.clone(), detail_json(value));
         }
     }
     v["details"] = Value::Object(others);
     v
+}
+
+/// A detail's value: a whole number (a process id, a counter) as a number,
+/// anything else as printable text.
+fn detail_json(value: &str) -> Value {
+    match value.parse::<u64>() {
+        Ok(n) if n.to_string() == value => json!(n),
+        _ => json!(printable(value, MAX_FACT_CHARS)),
+    }
 }
 
 /// Whether output to a stream gets colour: the stream is a terminal, and
@@ -253,7 +267,7 @@ mod tests {
         assert_eq!(info_line(&ProviderInfo::new("builtin")), "builtin");
         let v = info_json(&info);
         assert_eq!(v["server_version"], "1.2");
-        assert_eq!(v["details"], json!({"pid": "42"}));
+        assert_eq!(v["details"], json!({"pid": 42}));
     }
 
     #[test]

@@ -208,12 +208,14 @@ fn list_shows_the_servers_name_version_and_protocol_and_a_turn_never_does() {
     assert_eq!(info["server"], "spear-fixture-server");
     assert_eq!(info["server_version"], version);
     assert_eq!(info["protocol"], "2025-06-18");
+    // Issue 33.5: numbers as numbers.
     assert!(
         info["details"]["pid"]
-            .as_str()
-            .is_some_and(|p| p.parse::<u32>().is_ok()),
+            .as_u64()
+            .is_some_and(|p| p > 0 && p <= u64::from(u32::MAX)),
         "{v}"
     );
+    assert!(info["details"]["junk_lines"].is_u64(), "{v}");
     // What list shows of the turn has none of it.
     assert!(
         !v["text"]

@@ -66,7 +66,7 @@ fn the_first_command_runs_a_real_turn() {
         "$ spear-capability describe notes/search_notes\nnotes/search_notes (READ)",
         "<<<EXTERNAL-CONTENT ",
         "(not a spear-capability command: the shell runs it)",
-        "`notes/add_note` is a WRITE capability, and the session's permission mode (ask) did not allow it.\n[refused]",
+        "`notes/add_note` is a WRITE capability, and the session's permission mode (ask) did not allow it.\n[refused: declined at confirmation (--confirm no)]",
     ] {
         assert!(stdout.contains(what), "missing {what:?} in:\n{stdout}");
     }
