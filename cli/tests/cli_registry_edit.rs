@@ -606,3 +606,24 @@ fn the_readme_transcript_of_add_get_and_remove_is_what_they_print() {
     }
     assert_eq!(runs, 3);
 }
+
+#[test]
+fn a_file_that_does_not_parse_is_left_as_it_was_with_exit_2() {
+    let broken = "{\"providers\": [\n  {\"id\": \"x\" \"command\": []}\n]}";
+    let (dir, file) = registry(broken);
+    for args in [
+        vec!["add", "new", "--capabilities", s(&file), "--", "sh"],
+        vec!["remove", "x", "--capabilities", s(&file)],
+        vec!["get", "x", "--capabilities", s(&file)],
+    ] {
+        let out = cli(&args);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!("capabilities file {}:2:14: ", file.display())),
+            "{stderr}"
+        );
+        assert_eq!(std::fs::read_to_string(&file).expect("read"), broken);
+        assert_eq!(listing(dir.path()), ["capabilities.json"]);
+    }
+}
