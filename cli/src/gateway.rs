@@ -94,6 +94,9 @@ fn capability_json(c: &spear_capabilities::ShownCapability) -> Value {
     if let Some(title) = &c.title {
         v["title"] = json!(title);
     }
+    if let Some(output) = &c.output_schema {
+        v["output_schema"] = json!(output);
+    }
     v
 }
 

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::checks::ToolSchema;
+use crate::checks::{OutputSchema, ToolSchema};
 use crate::exposure::{Class, ShownCapability};
 use crate::framing::FrameHead;
 use crate::registry::ProviderEntry;
@@ -39,6 +39,9 @@ pub(crate) struct Tool {
     pub(crate) schema: Arc<ToolSchema>,
     /// The start of every frame of its results.
     pub(crate) frame: FrameHead,
+    /// The schema its structured results are checked against, if it
+    /// declares one that vetting found usable.
+    pub(crate) output: Option<Arc<OutputSchema>>,
 }
 
 /// What the gateway made of one provider's offer.
@@ -49,6 +52,9 @@ pub(crate) struct Admission {
     /// The tools left out and why: first those the kind could not read at
     /// all, then the others in the provider's order.
     pub(crate) rejected: Vec<RejectedTool>,
+    /// Tools whose output schema cannot be used, and why: they stay, and
+    /// their results are not checked.
+    pub(crate) unchecked_outputs: Vec<(String, String)>,
     /// Names the entry's `read` list gives that the provider does not offer
     /// at all (a misspelling leaves the tool it meant a WRITE), in order.
     pub(crate) read_not_offered: Vec<String>,
@@ -93,6 +99,7 @@ pub(crate) fn admit(entry: &ProviderEntry, offered: ToolList) -> Admission {
     let mut admission = Admission {
         tools: Vec::new(),
         rejected: offered.rejected,
+        unchecked_outputs: Vec::new(),
         read_not_offered,
     };
     let mut schemas = Schemas::default();
@@ -119,18 +126,37 @@ pub(crate) fn admit(entry: &ProviderEntry, offered: ToolList) -> Admission {
         } else {
             Class::Write
         };
-        let shown = ShownCapability::new(
+        let mut shown = ShownCapability::new(
             format!("{}/{}", entry.id, spec.name),
             class,
             spec.title.as_deref(),
             spec.description.as_deref(),
             &spec.input_schema,
         );
+        let output = match &spec.output_schema {
+            None => None,
+            Some(declared) => match schemas.budget.vet(declared) {
+                Ok(_) => {
+                    shown = shown.with_output_schema(declared);
+                    Some(Arc::new(OutputSchema::new(declared.clone())))
+                }
+                Err(reason) => {
+                    let reason = format!(
+                        "its output schema cannot be used ({reason}); its results are not checked"
+                    );
+                    admission
+                        .unchecked_outputs
+                        .push((spec.name.clone(), reason));
+                    None
+                }
+            },
+        };
         admission.tools.push(Tool {
             frame: FrameHead::new(&entry.id, &shown.id),
             name: spec.name,
             shown,
             schema,
+            output,
         });
     }
     admission

@@ -111,6 +111,16 @@ pub enum AuditEvent {
         /// Why.
         reason: String,
     },
+    /// A tool's declared output schema cannot be used: the tool stays, its
+    /// structured results are not checked. Said once.
+    OutputUnchecked {
+        /// The provider's id.
+        provider: String,
+        /// The tool's name.
+        tool: String,
+        /// Why.
+        reason: String,
+    },
     /// A name in a provider's `read` list that it does not offer: the tool
     /// meant (a misspelling?) stays a WRITE.
     ReadNotOffered {
@@ -173,6 +183,10 @@ pub enum AuditEvent {
         outcome: Outcome,
         /// How long the call took, in milliseconds.
         duration_ms: u64,
+        /// The call ran, and its structured result does not match the
+        /// tool's declared output schema: the first reason, bounded.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        structured_mismatch: Option<String>,
     },
     /// The session's permission mode allowed a WRITE: recorded when it is
     /// given, before the call is sent, whatever happens to the call.

@@ -170,6 +170,85 @@ fn build(schema: &Value) -> Result<jsonschema::Validator, String> {
     built.map_err(|e| one_line(&e.to_string(), 300))
 }
 
+/// A tool's output schema as admitted: vetted at listing under the same
+/// budgets as input schemas, compiled offline at its first result and kept
+/// for the session.
+#[derive(Debug)]
+pub struct OutputSchema {
+    schema: Value,
+    compiled: OnceLock<Result<jsonschema::Validator, String>>,
+}
+
+/// What a check of a structured result found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OutputCheck {
+    /// The result matches.
+    Matches,
+    /// It does not: the first reason, one line, bounded (untrusted text:
+    /// it quotes the result).
+    Mismatch(String),
+    /// The schema did not compile at its first use: results are not
+    /// checked; `first` is true for the check that found it.
+    Unusable {
+        /// Why the schema cannot be used.
+        reason: String,
+        /// Whether this check compiled it.
+        first: bool,
+    },
+}
+
+impl OutputSchema {
+    /// A schema that vetting found usable.
+    pub fn new(schema: Value) -> Self {
+        Self {
+            schema,
+            compiled: OnceLock::new(),
+        }
+    }
+
+    /// Checks a result's structured content (`None`: it has none, which a
+    /// declared schema does not allow). Blocking and bounded by the vetting
+    /// budgets: the gateway runs it off the runtime's I/O threads.
+    pub fn check(&self, structured: Option<&Value>) -> OutputCheck {
+        let mut first = false;
+        let compiled = self.compiled.get_or_init(|| {
+            first = true;
+            build(&self.schema).map_err(|e| format!("the output schema does not compile: {e}"))
+        });
+        let validator = match compiled {
+            Ok(validator) => validator,
+            Err(reason) => {
+                return OutputCheck::Unusable {
+                    reason: reason.clone(),
+                    first,
+                };
+            }
+        };
+        let Some(structured) = structured else {
+            return OutputCheck::Mismatch(
+                "the tool declares an output schema, and its result has no structuredContent"
+                    .to_owned(),
+            );
+        };
+        let first_error = catch_unwind(AssertUnwindSafe(|| {
+            validator.iter_errors(structured).next().map(|e| {
+                let at = e.instance_path().to_string();
+                let at = if at.is_empty() {
+                    "the result".to_owned()
+                } else {
+                    format!("at {at}")
+                };
+                one_line(&format!("{at}: {e}"), 300)
+            })
+        }));
+        match first_error {
+            Ok(None) => OutputCheck::Matches,
+            Ok(Some(reason)) => OutputCheck::Mismatch(reason),
+            Err(_) => OutputCheck::Mismatch("the schema check crashed".to_owned()),
+        }
+    }
+}
+
 /// A tool's input schema as admitted: vetted at listing, compiled at its
 /// first check and kept for the session, shared by every turn and by the
 /// tools of the listing that have the same schema.

@@ -85,6 +85,10 @@ pub struct ShownCapability {
     /// [`MAX_SHOWN_SCHEMA_CHARS`] characters: past that, cut (its
     /// descriptions first) and ended by a note saying how much is shown.
     pub schema: String,
+    /// The schema of its structured results, if it declares one, bounded
+    /// as [`ShownCapability::schema`] is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<String>,
 }
 
 impl ShownCapability {
@@ -109,7 +113,18 @@ impl ShownCapability {
                 neutralise(&block(d, MAX_DESCRIPTION_CHARS))
             }),
             schema: schema_text(schema, MAX_SHOWN_SCHEMA_CHARS, messages::schema_cut),
+            output_schema: None,
         }
+    }
+
+    /// Shows `schema` as the schema of its structured results.
+    pub fn with_output_schema(mut self, schema: &serde_json::Value) -> Self {
+        self.output_schema = Some(schema_text(
+            schema,
+            MAX_SHOWN_SCHEMA_CHARS,
+            messages::schema_cut,
+        ));
+        self
     }
 }
 
@@ -151,6 +166,7 @@ pub fn expose(
         .map(|c| {
             counter.count(&c.description)
                 + counter.count(&c.schema)
+                + c.output_schema.as_deref().map_or(0, |s| counter.count(s))
                 + c.title.as_deref().map_or(0, |t| counter.count(t))
         })
         .sum();

@@ -73,6 +73,9 @@ pub fn whole(caps: &[ShownCapability]) -> String {
         out.push('\n');
         push_provider_lines(&mut out, &c.description);
         let _ = writeln!(out, "  arguments: {}", c.schema);
+        if let Some(output) = &c.output_schema {
+            let _ = writeln!(out, "  structured result: {output}");
+        }
     }
     out
 }
@@ -107,10 +110,14 @@ pub fn described(c: &ShownCapability) -> String {
     }
     out.push('\n');
     push_provider_lines(&mut out, &c.description);
+    let _ = writeln!(out, "arguments (JSON Schema): {}", c.schema);
+    if let Some(output) = &c.output_schema {
+        let _ = writeln!(out, "structured result (JSON Schema): {output}");
+    }
     let _ = write!(
         out,
-        "arguments (JSON Schema): {}\nrun it with: spear-capability invoke {} '<arguments as one JSON object>'",
-        c.schema, c.id
+        "run it with: spear-capability invoke {} '<arguments as one JSON object>'",
+        c.id
     );
     out
 }
@@ -148,6 +155,15 @@ pub const NO_RUNTIME: &str = "External capabilities are not available to this tu
 /// What a turn of a closed session is shown, and answered.
 pub const SESSION_CLOSED: &str =
     "External capabilities are not available: the session that offered them is closed.";
+
+/// What a turn is told after a result whose structured content does not
+/// match the tool's declared output schema; `framed` is the framed reason.
+pub fn structured_mismatch(capability: &str, framed: &str) -> String {
+    format!(
+        "The call to `{}` ran, but its structured result does not match the tool's declared output schema; the first reason:\n{framed}",
+        one_line(capability, 200)
+    )
+}
 
 /// The refusal of a WRITE while the audit trail cannot record it.
 pub fn write_refused_audit_failing(capability: &str) -> String {

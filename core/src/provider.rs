@@ -26,6 +26,10 @@ pub struct ToolSpec {
     pub description: Option<String>,
     /// The JSON Schema of the tool's arguments (an object schema).
     pub input_schema: Value,
+    /// The JSON Schema its structured results must match, if it declares
+    /// one (MCP's `outputSchema`): the gateway checks them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
 }
 
 impl ToolSpec {
@@ -36,7 +40,14 @@ impl ToolSpec {
             title: None,
             description: None,
             input_schema,
+            output_schema: None,
         }
+    }
+
+    /// Sets the schema its structured results must match.
+    pub fn with_output_schema(mut self, schema: Value) -> Self {
+        self.output_schema = Some(schema);
+        self
     }
 
     /// Sets the title.

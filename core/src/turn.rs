@@ -78,6 +78,11 @@ pub struct Answer {
     /// `None` for every other answer. The framed [`Answer::text`] is built
     /// from it first; it is then moved in, not copied.
     pub result: Option<CallResult>,
+    /// The call ran, and its structured result does not match the tool's
+    /// declared output schema (MCP's "clients SHOULD validate"): the first
+    /// reason, bounded, untrusted (it quotes the result). The call is not
+    /// an error a model should retry: it ran. The turn's text says it too.
+    pub structured_mismatch: Option<String>,
 }
 
 impl Answer {
@@ -86,6 +91,7 @@ impl Answer {
             status,
             text: text.into(),
             result: None,
+            structured_mismatch: None,
         }
     }
 }

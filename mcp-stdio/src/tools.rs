@@ -73,6 +73,8 @@ struct Tool {
     input_schema: Option<Value>,
     #[serde(default)]
     annotations: Option<Value>,
+    #[serde(default, rename = "outputSchema")]
+    output_schema: Option<Value>,
 }
 
 /// Reads one `tools/list` result (its JSON text) into `listing`, and returns
@@ -155,6 +157,10 @@ fn read_tool(entry: &RawValue) -> Result<ToolSpec, String> {
     }
     if let Some(description) = tool.description {
         spec = spec.with_description(description);
+    }
+    // The gateway vets it (a bad one leaves the results unchecked).
+    if let Some(output) = tool.output_schema.filter(|s| !s.is_null()) {
+        spec = spec.with_output_schema(output);
     }
     Ok(spec)
 }

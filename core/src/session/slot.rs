@@ -424,6 +424,13 @@ async fn start(inner: &Inner, slot: &Slot) -> Result<Ready, Error> {
             reason: one_line(&rejected.reason, 500),
         });
     }
+    for (tool, reason) in &admission.unchecked_outputs {
+        inner.audit.emit(AuditEvent::OutputUnchecked {
+            provider: entry.id.clone(),
+            tool: one_line(tool, 200),
+            reason: one_line(reason, 500),
+        });
+    }
     for tool in &admission.read_not_offered {
         inner.audit.emit(AuditEvent::ReadNotOffered {
             provider: entry.id.clone(),

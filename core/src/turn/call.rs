@@ -21,7 +21,7 @@ use serde_json::{Map, Value};
 
 use super::{Answer, AnswerStatus, Resolved, Turn};
 use crate::audit::{AuditEvent, Outcome};
-use crate::checks::CheckFailure;
+use crate::checks::{CheckFailure, OutputCheck};
 use crate::command::CapabilityId;
 use crate::exposure::{Class, Exposure};
 use crate::framing::{NoToken, json_text, one_line, result_text};
@@ -81,6 +81,7 @@ impl Turn {
             class: tool.shown.class,
             arguments: Some(args_text),
             began: Instant::now(),
+            structured_mismatch: None,
         };
         let _flying = InFlight::new(&self.session.in_flight);
         let mut closing = self.session.closing.subscribe();
@@ -106,7 +107,20 @@ impl Turn {
                 return Answer::new(AnswerStatus::OutcomeUnknown, messages::outcome_unknown_closed(cap));
             }
         };
-        let (label, answer) = self.outcome(slot, ready, id, tool, outcome);
+        let mismatch = self.check_output(slot, tool, &outcome).await;
+        let (label, mut answer) = self.outcome(slot, ready, id, tool, outcome);
+        if let Some(reason) = mismatch.filter(|_| answer.status == AnswerStatus::Ok) {
+            let framed = match tool.frame.frame(&reason) {
+                Ok(framed) => framed,
+                Err(no_token) => no_token.to_string(),
+            };
+            answer.text.push('\n');
+            answer
+                .text
+                .push_str(&messages::structured_mismatch(cap, &framed));
+            answer.structured_mismatch = Some(reason.clone());
+            sent.structured_mismatch = Some(reason);
+        }
         sent.done(label);
         answer
     }
@@ -236,6 +250,38 @@ impl Turn {
         }
     }
 
+    /// Whether a result the tool reported as a success matches its declared
+    /// output schema: the first reason when it does not. Checked on the
+    /// blocking pool; a schema that does not compile is audited once and
+    /// its results go unchecked.
+    async fn check_output(
+        &self,
+        slot: &Slot,
+        tool: &crate::admission::Tool,
+        outcome: &Result<crate::CallResult, Error>,
+    ) -> Option<String> {
+        let output = Arc::clone(tool.output.as_ref()?);
+        let structured = match outcome {
+            Ok(result) if !result.is_error => result.structured.clone(),
+            _ => return None,
+        };
+        let check = tokio::task::spawn_blocking(move || output.check(structured.as_ref()));
+        match check.await.ok()? {
+            OutputCheck::Matches => None,
+            OutputCheck::Mismatch(reason) => Some(reason),
+            OutputCheck::Unusable { reason, first } => {
+                if first {
+                    self.audit.emit(AuditEvent::OutputUnchecked {
+                        provider: slot.entry.id.clone(),
+                        tool: one_line(&tool.name, 200),
+                        reason: one_line(&reason, 500),
+                    });
+                }
+                None
+            }
+        }
+    }
+
     /// Why a WRITE may not run, or `None` when it may; an approval by the
     /// session's permission mode is recorded as soon as it is given.
     async fn write_refusal(&self, slot: &Slot, request: WriteRequest) -> Option<String> {
@@ -275,6 +321,7 @@ struct Sent<'a> {
     /// Taken when the record is written.
     arguments: Option<String>,
     began: Instant,
+    structured_mismatch: Option<String>,
 }
 
 impl Sent<'_> {
@@ -288,6 +335,7 @@ impl Sent<'_> {
             arguments,
             outcome,
             duration_ms: millis(self.began.elapsed()),
+            structured_mismatch: self.structured_mismatch.take(),
         });
     }
 }

@@ -57,6 +57,9 @@ fn captured_tools() -> Vec<ToolSpec> {
             if let Some(description) = t["description"].as_str() {
                 spec = spec.with_description(description);
             }
+            if let Some(output) = t.get("outputSchema") {
+                spec = spec.with_output_schema(output.clone());
+            }
             spec
         })
         .collect()
