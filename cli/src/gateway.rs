@@ -105,18 +105,8 @@ fn capability_json(c: &spear_capabilities::ShownCapability) -> Value {
 /// (--confirm no)`).
 fn status_text(a: &Answer, asked: Option<&Answered>) -> String {
     match asked.and_then(Answered::declined_note) {
-        Some(note) => format!("{}: {note}", status_name(a.status)),
-        None => status_name(a.status).to_owned(),
-    }
-}
-
-fn status_name(s: AnswerStatus) -> &'static str {
-    match s {
-        AnswerStatus::Ok => "ok",
-        AnswerStatus::Refused => "refused",
-        AnswerStatus::Unavailable => "unavailable",
-        AnswerStatus::Failed => "failed",
-        AnswerStatus::OutcomeUnknown => "outcome_unknown",
+        Some(note) => format!("{}: {note}", a.status.as_str()),
+        None => a.status.as_str().to_owned(),
     }
 }
 
@@ -125,7 +115,7 @@ fn answer_json(command: &str, answer: Option<&Answer>) -> Value {
         None => json!({"kind": "answer", "command": command, "handled": false}),
         Some(a) => json!({
             "kind": "answer", "command": command, "handled": true,
-            "status": status_name(a.status), "text": a.text,
+            "status": a.status.as_str(), "text": a.text,
         }),
     }
 }

@@ -1,17 +1,18 @@
 //! Issue 32.1: `--audit /dev/full` with a WRITE: the WRITE is not sent, the
 //! CLI says the trail is failing on stderr and exits non-zero.
 
-use std::path::Path;
+mod common;
+
+use common::{CLI, sibling};
+
 use std::process::{Command, Stdio};
 
 use serde_json::json;
 
-const CLI: &str = env!("CARGO_BIN_EXE_spear-capabilities");
-
 #[test]
 fn a_write_is_not_sent_while_the_audit_trail_cannot_record_it() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let server = Path::new(CLI).with_file_name("spear-fixture-server");
+    let server = sibling("spear-fixture-server");
     let log = dir.path().join("received.jsonl");
     let file = dir.path().join("capabilities.json");
     // `echo` is not in `read`: a WRITE.

@@ -1,16 +1,18 @@
 //! Issue 35.3: the CLI writes the libraries' `tracing` events to stderr
 //! when `RUST_LOG` is set, never on stdout, and nothing without it.
 
+mod common;
+
+use common::{CLI, sibling};
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
 
-const CLI: &str = env!("CARGO_BIN_EXE_spear-capabilities");
-
 /// A registry with `fix`, the fixture server, given an environment value.
 fn registry(dir: &Path) -> PathBuf {
-    let server = Path::new(CLI).with_file_name("spear-fixture-server");
+    let server = sibling("spear-fixture-server");
     let file = dir.join("capabilities.json");
     let providers = json!({"providers": [{
         "id": "fix", "command": [server], "scope": "global", "timeout": 10,

@@ -4,12 +4,14 @@
 //! file named on the command line that does not exist; the flag to pass
 //! when no `--project` was given.
 
+mod common;
+
+use common::{CLI, text};
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
-
-const CLI: &str = env!("CARGO_BIN_EXE_spear-capabilities");
 
 /// The refusal `check` prints for the `typo` entry of [`registry`].
 const TYPO_PROBLEM: &str = r#"key "timout": unknown key; allowed for kind "mcp-stdio": id, kind, scope, tasks, read, write, enabled, timeout, command, env"#;
@@ -22,10 +24,6 @@ fn example_server() -> PathBuf {
         server.display()
     );
     server
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 /// A registry in `dir`: `notes`, the example server with `get_note` READ,

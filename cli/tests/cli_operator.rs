@@ -3,26 +3,14 @@
 //! terminal, the server's name, version and protocol in `list`, and the raw
 //! result in `invoke --json`.
 
+mod common;
+
+use common::{CLI, cli, sibling, text};
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
-
-const CLI: &str = env!("CARGO_BIN_EXE_spear-capabilities");
-
-fn sibling(name: &str) -> PathBuf {
-    let path = Path::new(CLI).with_file_name(name);
-    assert!(
-        path.exists(),
-        "{} is missing: build the workspace first (cargo build --workspace)",
-        path.display()
-    );
-    path
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
 
 /// A registry in `dir`: `fix`, the fixture server with `fixture_flags`,
 /// its `echo`, `mixed` and `fail` READ; and, when `with_gone`, `gone`,
@@ -43,17 +31,6 @@ fn registry(dir: &Path, fixture_flags: &[&str], with_gone: bool) -> PathBuf {
     let file = dir.join("capabilities.json");
     std::fs::write(&file, json!({ "providers": providers }).to_string()).expect("write");
     file
-}
-
-/// Runs the CLI with `args`, standard output and error piped.
-fn cli(args: &[&str]) -> Output {
-    Command::new(CLI)
-        .args(args)
-        .env_remove("SPEAR_CAPABILITIES_FILE")
-        .env_remove("NO_COLOR")
-        .stdin(Stdio::null())
-        .output()
-        .expect("runs")
 }
 
 /// Runs the CLI with `args` under a pseudo-terminal (util-linux `script`

@@ -5,30 +5,18 @@
 //! cannot start, completions and man pages, a WRITE declined at
 //! confirmation.
 
+mod common;
+
+use common::{CLI, sibling, text};
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
 
-const CLI: &str = env!("CARGO_BIN_EXE_spear-capabilities");
-
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn sibling(name: &str) -> PathBuf {
-    let path = Path::new(CLI).with_file_name(name);
-    assert!(
-        path.exists(),
-        "{} is missing: build the workspace first (cargo build --workspace)",
-        path.display()
-    );
-    path
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 /// Runs the CLI in the workspace's root with `args`, `stdin` as its

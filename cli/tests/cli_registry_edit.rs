@@ -3,36 +3,14 @@
 //! server), `add` (validated as `check` validates, a duplicate refused,
 //! every other byte kept, written atomically) and `remove`.
 
+mod common;
+
+use common::{CLI, cli, sibling, text};
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
-
-const CLI: &str = env!("CARGO_BIN_EXE_spear-capabilities");
-
-fn sibling(name: &str) -> PathBuf {
-    let path = Path::new(CLI).with_file_name(name);
-    assert!(
-        path.exists(),
-        "{} is missing: build the workspace first (cargo build --workspace)",
-        path.display()
-    );
-    path
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-/// Runs the CLI with `args`, standard input closed.
-fn cli(args: &[&str]) -> Output {
-    Command::new(CLI)
-        .args(args)
-        .env_remove("SPEAR_CAPABILITIES_FILE")
-        .stdin(Stdio::null())
-        .output()
-        .expect("runs")
-}
 
 /// A registry laid out by hand, as an operator keeps one: odd
 /// indentation, keys in no order, a number written `10.50`, and an entry

@@ -1,26 +1,16 @@
 //! No server outlives the CLI (issue 14.1): the built binary is started as
 //! a child, signalled or cut off, and no descendant of it may survive.
 
+mod common;
+
+use common::{CLI, sibling};
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use spear_testkit::procfs;
-
-const CLI: &str = env!("CARGO_BIN_EXE_spear-capabilities");
-
-/// A binary of the workspace built beside the CLI (`cargo test --workspace`
-/// builds them all).
-fn sibling(name: &str) -> PathBuf {
-    let path = Path::new(CLI).with_file_name(name);
-    assert!(
-        path.exists(),
-        "{} is missing: build the workspace first (cargo build --workspace)",
-        path.display()
-    );
-    path
-}
 
 /// A capabilities file in `dir` with one global provider running `command`.
 fn registry(dir: &Path, command: &[&str]) -> PathBuf {

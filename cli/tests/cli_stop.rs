@@ -2,19 +2,20 @@
 //! finish its stop sequence (the cancellation, stdin closed, a grace) before
 //! the CLI exits, instead of killing it as the process ends.
 
-use std::path::Path;
+mod common;
+
+use common::{CLI, sibling};
+
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::json;
 
-const CLI: &str = env!("CARGO_BIN_EXE_spear-capabilities");
-
 #[test]
 fn invoke_lets_a_server_that_timed_out_stop_cleanly_before_it_exits() {
     let dir = tempfile::tempdir().expect("tempdir");
     let marker = dir.path().join("stopped");
-    let server = Path::new(CLI).with_file_name("spear-fixture-server");
+    let server = sibling("spear-fixture-server");
     let file = dir.path().join("capabilities.json");
     let registry = json!({"providers": [{
         "id": "fix", "command": [server, "--on-eof", marker], "scope": "global",
@@ -60,7 +61,7 @@ fn a_second_signal_ends_the_stops_at_once() {
     use std::time::Instant;
 
     let dir = tempfile::tempdir().expect("tempdir");
-    let server = Path::new(CLI).with_file_name("spear-fixture-server");
+    let server = sibling("spear-fixture-server");
     let pid_file = dir.path().join("pid");
     let file = dir.path().join("capabilities.json");
     let registry = json!({"providers": [{

@@ -1,0 +1,39 @@
+//! What the CLI's tests share: the built binary, its sibling binaries, and
+//! a plain run of it.
+#![allow(dead_code, unreachable_pub)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// The CLI as built for these tests.
+pub const CLI: &str = env!("CARGO_BIN_EXE_spear-capabilities");
+
+/// A binary of the workspace built beside the CLI (`cargo test --workspace`
+/// builds them all), e.g. `spear-fixture-server`.
+pub fn sibling(name: &str) -> PathBuf {
+    let path = Path::new(CLI).with_file_name(name);
+    assert!(
+        path.exists(),
+        "{} is missing: build the workspace first (cargo build --workspace)",
+        path.display()
+    );
+    path
+}
+
+/// Output bytes as text.
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Runs the CLI with `args`: no default capabilities file, no colour
+/// setting, no logging, stdin empty; stdout and stderr captured.
+pub fn cli(args: &[&str]) -> Output {
+    Command::new(CLI)
+        .args(args)
+        .env_remove("SPEAR_CAPABILITIES_FILE")
+        .env_remove("NO_COLOR")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .output()
+        .expect("runs")
+}
