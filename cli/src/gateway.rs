@@ -389,7 +389,11 @@ pub(crate) async fn invoke(
     let body = async {
         if turn.shown().exposure == Exposure::Index {
             // The operator has nothing to read first: describe on their behalf.
-            turn.execute(Command::Describe { id: id.clone() }).await;
+            turn.execute(Command::Describe {
+                id: id.clone(),
+                property: Vec::new(),
+            })
+            .await;
         }
         let answer = turn
             .execute(Command::Invoke {

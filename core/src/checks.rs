@@ -285,6 +285,11 @@ impl ToolSchema {
         }
     }
 
+    /// The schema as the provider declared it.
+    pub fn schema(&self) -> &Value {
+        &self.schema
+    }
+
     /// Whether the schema has been compiled (by a first check).
     pub fn is_compiled(&self) -> bool {
         self.compiled.get().is_some()

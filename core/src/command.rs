@@ -36,7 +36,7 @@
 //!
 //! ```text
 //! spear-capability list
-//! spear-capability describe <provider>/<tool>
+//! spear-capability describe <provider>/<tool> [<property>...]
 //! spear-capability invoke <provider>/<tool> ['<arguments as one JSON object>']
 //! ```
 //!
@@ -100,10 +100,15 @@ impl Recognized {
 pub enum Command {
     /// `spear-capability list`: print the index again.
     List,
-    /// `spear-capability describe <id>`: show one capability's arguments.
+    /// `spear-capability describe <id> [<property>...]`: show one
+    /// capability's arguments, or the schema of one of its properties.
     Describe {
         /// The capability.
         id: CapabilityId,
+        /// The path of property names to one property (a property of the
+        /// arguments, then of that property, and so on); empty for the
+        /// whole capability.
+        property: Vec<String>,
     },
     /// `spear-capability invoke <id> '<json object>'`.
     Invoke {

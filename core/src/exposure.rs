@@ -10,12 +10,14 @@
 //! It decides and holds what is shown; the words are [`crate::messages`]'s,
 //! and provider text arrives here only through [`crate::framing`].
 
+use std::sync::Arc;
+
 use serde::Serialize;
 
 use crate::UnavailableReason;
 use crate::framing::{
-    MAX_DESCRIPTION_CHARS, MAX_INDEX_DESCRIPTION_CHARS, MAX_SHOWN_SCHEMA_CHARS, block, neutralise,
-    one_line, schema_text,
+    MAX_DESCRIPTION_CHARS, MAX_INDEX_DESCRIPTION_CHARS, MAX_SHOWN_SCHEMA_CHARS,
+    MAX_SHOWN_SCHEMA_NAMES_CHARS, block, json_text, neutralise, one_line, schema_text,
 };
 use crate::messages;
 use crate::names::named;
@@ -89,6 +91,32 @@ pub struct ShownCapability {
     /// as [`ShownCapability::schema`] is.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<String>,
+    /// The provider's whole texts where what is shown is shorter: whole or
+    /// index is decided on what the family would be shown whole, not on
+    /// what a bound left of it.
+    #[serde(skip)]
+    uncut: Option<Arc<Uncut>>,
+}
+
+/// The whole texts of a capability whose shown ones were cut.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Uncut {
+    description: Option<String>,
+    schema: Option<String>,
+    output_schema: Option<String>,
+}
+
+/// `schema` as shown, and its whole text when that was cut.
+fn shown_schema(schema: &serde_json::Value, describe: Option<&str>) -> (String, Option<String>) {
+    let shown = schema_text(
+        schema,
+        MAX_SHOWN_SCHEMA_CHARS,
+        MAX_SHOWN_SCHEMA_NAMES_CHARS,
+        |cut, shown, total| messages::schema_cut(cut, shown, total, describe),
+    );
+    let whole = json_text(schema);
+    let cut = whole != shown;
+    (shown, cut.then_some(whole))
 }
 
 impl ShownCapability {
@@ -103,28 +131,68 @@ impl ShownCapability {
         description: Option<&str>,
         schema: &serde_json::Value,
     ) -> Self {
+        let (schema, whole_schema) = shown_schema(schema, Some(&messages::describe_command(&id)));
+        let description = description.unwrap_or_default();
+        let shown_description = neutralise(&block(description, MAX_DESCRIPTION_CHARS));
+        let whole_description =
+            (description.chars().count() > MAX_DESCRIPTION_CHARS).then(|| description.to_owned());
+        let uncut = (whole_schema.is_some() || whole_description.is_some()).then(|| {
+            Arc::new(Uncut {
+                description: whole_description,
+                schema: whole_schema,
+                output_schema: None,
+            })
+        });
         Self {
             id,
             class,
             title: title
                 .map(|t| neutralise(&one_line(t, MAX_INDEX_DESCRIPTION_CHARS)))
                 .filter(|t| !t.is_empty()),
-            description: description.map_or_else(String::new, |d| {
-                neutralise(&block(d, MAX_DESCRIPTION_CHARS))
-            }),
-            schema: schema_text(schema, MAX_SHOWN_SCHEMA_CHARS, messages::schema_cut),
+            description: shown_description,
+            schema,
             output_schema: None,
+            uncut,
         }
     }
 
     /// Shows `schema` as the schema of its structured results.
     pub fn with_output_schema(mut self, schema: &serde_json::Value) -> Self {
-        self.output_schema = Some(schema_text(
-            schema,
-            MAX_SHOWN_SCHEMA_CHARS,
-            messages::schema_cut,
-        ));
+        let (shown, whole) = shown_schema(schema, None);
+        self.output_schema = Some(shown);
+        if let Some(whole) = whole {
+            let mut uncut = self
+                .uncut
+                .as_deref()
+                .map_or_else(Uncut::default, |u| Uncut {
+                    description: u.description.clone(),
+                    schema: u.schema.clone(),
+                    output_schema: None,
+                });
+            uncut.output_schema = Some(whole);
+            self.uncut = Some(Arc::new(uncut));
+        }
         self
+    }
+
+    /// The estimated tokens of this capability shown whole: its title,
+    /// description and schemas as the provider wrote them, before any bound
+    /// cut them.
+    pub fn whole_tokens(&self, counter: &dyn TokenCounter) -> usize {
+        let uncut = self.uncut.as_deref();
+        let description = uncut
+            .and_then(|u| u.description.as_deref())
+            .unwrap_or(&self.description);
+        let schema = uncut
+            .and_then(|u| u.schema.as_deref())
+            .unwrap_or(&self.schema);
+        let output = uncut
+            .and_then(|u| u.output_schema.as_deref())
+            .or(self.output_schema.as_deref());
+        counter.count(description)
+            + counter.count(schema)
+            + output.map_or(0, |s| counter.count(s))
+            + self.title.as_deref().map_or(0, |t| counter.count(t))
     }
 }
 
@@ -150,7 +218,9 @@ pub struct Shown {
     pub capabilities: Vec<ShownCapability>,
     /// The providers that are unavailable.
     pub unavailable: Vec<ShownUnavailable>,
-    /// The estimated tokens of descriptions and schemas.
+    /// The estimated tokens of titles, descriptions and schemas as the
+    /// family would be shown whole (before any bound cut them): what whole
+    /// or index is decided on.
     pub tokens: usize,
 }
 
@@ -161,15 +231,7 @@ pub fn expose(
     limits: &Limits,
     counter: &dyn TokenCounter,
 ) -> Shown {
-    let tokens = capabilities
-        .iter()
-        .map(|c| {
-            counter.count(&c.description)
-                + counter.count(&c.schema)
-                + c.output_schema.as_deref().map_or(0, |s| counter.count(s))
-                + c.title.as_deref().map_or(0, |t| counter.count(t))
-        })
-        .sum();
+    let tokens = capabilities.iter().map(|c| c.whole_tokens(counter)).sum();
     let exposure = if capabilities.is_empty() {
         Exposure::None
     } else if capabilities.len() <= limits.max_whole_capabilities

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use crate::UnavailableReason;
 use crate::exposure::{Class, ShownCapability};
-use crate::framing::one_line;
+use crate::framing::{MAX_INDEX_DESCRIPTION_CHARS, SchemaCut, neutralise, one_line};
 
 /// What a turn on SPEAR's earlier runtime is shown, and answered.
 pub const NO_GATEWAY: &str = "External capabilities are not available to this turn: it runs on SPEAR's earlier runtime, which has no capability gateway.";
@@ -50,11 +50,83 @@ fn push_provider_lines(out: &mut String, text: &str) {
     }
 }
 
-/// What ends a schema cut for the turn: how many of its characters are
-/// shown, of how many, and that calls are checked against all of it.
-pub fn schema_cut(shown: usize, total: usize) -> String {
+/// The command that describes `property` (a path of names) of
+/// `capability`, each name a shell word.
+pub fn describe_property_command(capability: &str, property: &[String]) -> String {
+    let mut out = describe_command(capability);
+    for name in property {
+        out.push(' ');
+        out.push_str(&shell_word(name));
+    }
+    out
+}
+
+/// `word` as one shell word: as it is when it is plain, else in single
+/// quotes.
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '/' | ':' | '@'));
+    if plain {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
+/// `describe` of one property: its path and its schema as shown.
+pub fn described_property(c: &ShownCapability, property: &[String], schema: &str) -> String {
+    let path = neutralise(&one_line(&property.join("."), MAX_INDEX_DESCRIPTION_CHARS));
     format!(
-        " … (schema cut: {shown} of {total} characters shown; calls are checked against the whole schema)"
+        "{} ({}) property `{path}` (JSON Schema): {schema}\n\
+         run it with: spear-capability invoke {} '<arguments as one JSON object>'",
+        c.id, c.class, c.id
+    )
+}
+
+/// The refusal of `describe` for a property the capability's schema does
+/// not have.
+pub fn no_such_property(capability: &str, property: &[String]) -> String {
+    let path = neutralise(&one_line(&property.join("."), MAX_INDEX_DESCRIPTION_CHARS));
+    format!(
+        "The schema of `{capability}` has no property `{path}`; {} shows its arguments",
+        describe_command(capability)
+    )
+}
+
+/// The command that describes `capability`.
+pub fn describe_command(capability: &str) -> String {
+    format!("spear-capability describe {capability}")
+}
+
+/// What ends a schema shortened for the turn: what was left out, how many
+/// of its characters are shown, of how many, that calls are checked against
+/// all of it, and, when `describe` is the command that describes the
+/// schema's capability (or property), how to see one property whole.
+pub fn schema_cut(cut: SchemaCut, shown: usize, total: usize, describe: Option<&str>) -> String {
+    let left_out = match cut {
+        SchemaCut::Annotations => {
+            "descriptions shortened, examples and defaults left out; every property and what is required is shown"
+        }
+        SchemaCut::NoAnnotations => {
+            "descriptions, examples and defaults left out; every property and what is required is shown"
+        }
+        SchemaCut::Structure => {
+            "only types, properties, what is required and allowed values kept; every property and what is required is shown"
+        }
+        SchemaCut::Names => {
+            "only property names, types and what is required kept; every property and what is required is shown"
+        }
+        _ => {
+            "only property names, types and what is required kept, and cut at the end; what is required is shown first"
+        }
+    };
+    let hint = describe.map_or_else(String::new, |d| {
+        format!("; `{d} <property>` shows one property's schema")
+    });
+    format!(
+        " … (schema shortened, {shown} of {total} characters shown: {left_out}; calls are checked against the whole schema{hint})"
     )
 }
 
@@ -94,7 +166,7 @@ pub fn index_line(c: &ShownCapability, width: usize) -> String {
             .as_deref()
             .filter(|t| !t.is_empty())
             .map_or(&c.description, |t| t),
-        crate::framing::MAX_INDEX_DESCRIPTION_CHARS,
+        MAX_INDEX_DESCRIPTION_CHARS,
     );
     format!("  {:<width$}  {:<5}  {}", c.id, c.class.as_str(), summary)
         .trim_end()
@@ -219,7 +291,10 @@ pub fn not_offered(capability: &str, read_only: bool) -> String {
 
 /// The refusal of an `invoke` before `describe`, in index mode.
 pub fn describe_first(capability: &str) -> String {
-    format!("Describe `{capability}` before invoking it: spear-capability describe {capability}")
+    format!(
+        "Describe `{capability}` before invoking it: {}",
+        describe_command(capability)
+    )
 }
 
 /// The refusal of arguments the schema does not accept; `framed_errors`

@@ -28,7 +28,9 @@ use crate::admission::Tool;
 use crate::audit::{Audit, AuditEvent};
 use crate::command::{CapabilityId, Command, Recognized, Refusal, recognize};
 use crate::exposure::{Class, Exposure, Shown, ShownCapability, ShownUnavailable, expose};
-use crate::framing::one_line;
+use crate::framing::{
+    MAX_SHOWN_SCHEMA_CHARS, MAX_SHOWN_SCHEMA_NAMES_CHARS, one_line, property_schema, schema_text,
+};
 use crate::messages;
 use crate::names::named;
 use crate::selection::{TurnContext, select};
@@ -355,7 +357,9 @@ impl Turn {
     pub async fn execute(&self, command: Command) -> Answer {
         let line = match &command {
             Command::List => "spear-capability list".to_owned(),
-            Command::Describe { id } => format!("spear-capability describe {id}"),
+            Command::Describe { id, property } => {
+                messages::describe_property_command(&id.to_string(), property)
+            }
             Command::Invoke { id, arguments } => format!(
                 "spear-capability invoke {id} {}",
                 Value::Object(arguments.clone())
@@ -384,7 +388,7 @@ impl Turn {
         };
         match command {
             Command::List => Answer::new(AnswerStatus::Ok, self.list_text()),
-            Command::Describe { id } => self.describe(line, &id),
+            Command::Describe { id, property } => self.describe(line, &id, &property),
             Command::Invoke { id, arguments } => self.invoke(line, &id, arguments).await,
         }
     }
@@ -434,15 +438,38 @@ impl Turn {
         }
     }
 
-    fn describe(&self, line: &str, id: &CapabilityId) -> Answer {
+    fn describe(&self, line: &str, id: &CapabilityId, property: &[String]) -> Answer {
         match self.resolve(id) {
             Resolved::Admitted(admitted) => {
-                admitted.described.store(true, Ordering::Relaxed);
                 let tool = admitted.tool();
+                let text = if property.is_empty() {
+                    messages::described(&tool.shown)
+                } else {
+                    match property_schema(tool.schema.schema(), property) {
+                        Some(schema) => {
+                            let command =
+                                messages::describe_property_command(&tool.shown.id, property);
+                            let shown = schema_text(
+                                schema,
+                                MAX_SHOWN_SCHEMA_CHARS,
+                                MAX_SHOWN_SCHEMA_NAMES_CHARS,
+                                |cut, shown, total| {
+                                    messages::schema_cut(cut, shown, total, Some(&command))
+                                },
+                            );
+                            messages::described_property(&tool.shown, property, &shown)
+                        }
+                        None => {
+                            let text = messages::no_such_property(&tool.shown.id, property);
+                            return self.refuse(Some(id), line, &text);
+                        }
+                    }
+                };
+                admitted.described.store(true, Ordering::Relaxed);
                 self.audit.emit(AuditEvent::CapabilityDescribed {
                     capability: tool.shown.id.clone(),
                 });
-                Answer::new(AnswerStatus::Ok, messages::described(&tool.shown))
+                Answer::new(AnswerStatus::Ok, text)
             }
             Resolved::Unavailable(provider, reason) => self.unavailable(line, id, provider, reason),
             Resolved::NotOffered => self.not_offered(line, id),

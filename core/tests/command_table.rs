@@ -15,6 +15,8 @@ enum Expect {
     List,
     /// `describe <id>`.
     Describe(&'static str),
+    /// `describe <id> <property>...`, the path joined by spaces.
+    DescribeProperty(&'static str, &'static str),
     /// `invoke <id> <json>`.
     Invoke(&'static str, &'static str),
     /// Refused with a message containing this text.
@@ -31,9 +33,13 @@ fn check(rows: &[(&str, Expect)]) {
         let ok = match (&got, expect) {
             (Recognized::NotOurs, Shell) => true,
             (Recognized::Ours(Ok(Command::List)), List) => true,
-            (Recognized::Ours(Ok(Command::Describe { id })), Describe(want)) => {
-                id.to_string() == want
+            (Recognized::Ours(Ok(Command::Describe { id, property })), Describe(want)) => {
+                property.is_empty() && id.to_string() == want
             }
+            (
+                Recognized::Ours(Ok(Command::Describe { id, property })),
+                DescribeProperty(want, path),
+            ) => id.to_string() == want && property.join(" ") == path,
             (Recognized::Ours(Ok(Command::Invoke { id, arguments })), Invoke(want, json)) => {
                 let want_args: Value = serde_json::from_str(json).expect("row's json");
                 id.to_string() == want && Value::Object(arguments.clone()) == want_args
@@ -614,7 +620,11 @@ const REFUSALS_TEACH: &[(&str, Expect)] = &[
     ),
     (
         "spear-capability describe a/b c",
-        Refused("too many words: `c`"),
+        DescribeProperty("a/b", "c"),
+    ),
+    (
+        "spear-capability describe a/b filter 'date range'",
+        DescribeProperty("a/b", "filter date range"),
     ),
     ("spear-capability invoke", Refused("missing capability id")),
     (

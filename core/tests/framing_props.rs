@@ -6,7 +6,8 @@
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use spear_capabilities::framing::{
-    FrameHead, MAX_RESULT_CHARS, block, json_text, one_line, schema_text, strip,
+    FrameHead, MAX_RESULT_CHARS, SchemaCut, block, json_text, neutralise, one_line, schema_text,
+    strip,
 };
 
 /// Text biased towards what an attacker would send: marker pieces, escapes,
@@ -86,8 +87,8 @@ proptest! {
         schema in hostile_schema(),
         max in 40usize..3000,
     ) {
-        let note = |shown: usize, total: usize| format!(" … ({shown} of {total} shown)");
-        let t = schema_text(&schema, max, note);
+        let note = |_: SchemaCut, shown: usize, total: usize| format!(" … ({shown} of {total} shown)");
+        let t = schema_text(&schema, max, max, note);
         prop_assert!(t.chars().count() <= max, "{} > {max}", t.chars().count());
         prop_assert!(!t.contains('\n') && !t.contains("<<<") && !t.contains(">>>"), "{:?}", t);
         prop_assert!(!t.chars().any(|c| c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200b}'..='\u{200f}' | '\u{e0000}'..='\u{e007f}')), "{:?}", t);
@@ -101,6 +102,40 @@ proptest! {
             prop_assert!(whole.chars().count() <= max, "{:?}", t);
         }
     }
+
+    #[test]
+    fn a_shortened_schema_keeps_every_property_name_and_what_is_required(
+        schema in hostile_schema().prop_map(|mut s| {
+            s["required"] = json!(s["properties"].as_object().map(|p| p.keys().cloned().collect::<Vec<_>>()));
+            s
+        }),
+        max in 40usize..3000,
+    ) {
+        let note = |cut: SchemaCut, _: usize, _: usize| format!(" … ({cut:?})");
+        // A larger bound than any of these schemas' names need.
+        let t = schema_text(&schema, max, 1_000_000, note);
+        let json = t.rsplit_once(" … (").map_or(t.as_str(), |(json, _)| json);
+        let back: Value = serde_json::from_str(json).expect("whole JSON");
+        // Names are shown as every provider text is: no marker imitated.
+        let want: Vec<String> = names(&schema).iter().map(|n| neutralise(n)).collect();
+        prop_assert_eq!(names(&back), want);
+        let required = schema["required"].as_array().map(|names| {
+            names.iter().filter_map(Value::as_str).map(neutralise).collect::<Vec<_>>()
+        });
+        prop_assert_eq!(&back["required"], &json!(required));
+    }
+}
+
+/// Every property name of `schema`, by path.
+fn names(schema: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(properties) = schema["properties"].as_object() {
+        for (name, sub) in properties {
+            out.push(name.clone());
+            out.extend(names(sub).into_iter().map(|n| format!("{name}.{n}")));
+        }
+    }
+    out
 }
 
 proptest! {

@@ -134,6 +134,31 @@ async fn about_1500_tokens_of_descriptions_and_schemas_is_the_limit() {
         .await;
     assert_eq!(t.shown().tokens, 1504);
     assert_eq!(t.shown().exposure, Exposure::Index);
+    // The edge itself: one token over is an index.
+    let edge = Bench::new(json!([{"id": "p", "scope": "global"}]));
+    let h = edge.provider("p");
+    for (i, bytes) in [fits * 3, fits * 3, fits * 3, fits * 3 + 1]
+        .iter()
+        .enumerate()
+    {
+        h.add_simple_tool(&format!("t{i}"), &"d".repeat(*bytes), &["a"]);
+    }
+    let t = edge
+        .session(Arc::new(Auto))
+        .begin_turn(implementation())
+        .await;
+    assert_eq!(t.shown().tokens, 1501);
+    assert_eq!(t.shown().exposure, Exposure::Index);
+}
+
+#[tokio::test]
+async fn the_limit_counts_a_description_longer_than_it_may_be_shown_whole() {
+    // Shown, the description is cut at 2000 characters (667 tokens): the
+    // family would fit. Shown whole it is 6000 (2000 tokens): an index.
+    let b = family_of(1, &"d".repeat(6000));
+    let t = b.session(Arc::new(Auto)).begin_turn(implementation()).await;
+    assert_eq!(t.shown().tokens, 2000 + 18);
+    assert_eq!(t.shown().exposure, Exposure::Index);
 }
 
 #[tokio::test]

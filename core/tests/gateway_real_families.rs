@@ -84,15 +84,17 @@ async fn the_git_server_has_more_than_eight_tools_and_is_an_index() {
 
 #[tokio::test]
 async fn few_tools_with_long_schemas_cross_the_token_limit() {
-    // 3 tools, about 1400 estimated tokens: whole.
+    // 3 tools, about 1650 estimated tokens shown whole: over, an index. The
+    // thinking tool's description is longer than a shown description may
+    // be; whole or index counts it whole (cut, it came to about 1400).
     let s = shown(&[
         ("time", "mcp-server-time", &[]),
         ("think", "server-sequential-thinking", &[]),
     ])
     .await;
     assert_eq!(s.capabilities.len(), 3);
-    assert!(s.tokens <= 1500, "{}", s.tokens);
-    assert_eq!(s.exposure, Exposure::Whole);
+    assert!((1600..1700).contains(&s.tokens), "{}", s.tokens);
+    assert_eq!(s.exposure, Exposure::Index);
     // The same with the memory server's nine tools: far over, an index.
     let s = shown(&[
         ("time", "mcp-server-time", &[]),

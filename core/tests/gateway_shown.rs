@@ -1,6 +1,7 @@
 //! What a turn is shown of provider text (spec 3.6.3: "shown as plain
 //! bounded text"): a schema is bounded in the whole exposure and in
-//! `describe`, the token estimate counts what is shown, and the whole schema
+//! `describe` but never hides a property name or what is required, whole or
+//! index is decided on the whole text (spec 3.6.2), and the whole schema
 //! still checks every call; a description that imitates the gateway's own
 //! lines never stands where they stand, in the exposure, `list` or
 //! `describe`.
@@ -11,8 +12,9 @@ use std::sync::Arc;
 
 use common::{Bench, implementation};
 use serde_json::{Map, Value, json};
-use spear_capabilities::exposure::MAX_WHOLE_TOKENS;
-use spear_capabilities::framing::{MAX_SHOWN_SCHEMA_CHARS, json_text};
+use spear_capabilities::framing::{
+    MAX_SHOWN_SCHEMA_CHARS, MAX_SHOWN_SCHEMA_NAMES_CHARS, SchemaCut, json_text,
+};
 use spear_capabilities::messages::{PROVIDER_LINE, schema_cut};
 use spear_capabilities::{AnswerStatus, Auto, EstimatedTokens, Exposure, TokenCounter, ToolSpec};
 use spear_testkit::{MockHandle, ours};
@@ -41,51 +43,42 @@ fn huge_bench() -> (Bench, MockHandle) {
 }
 
 #[tokio::test]
-async fn a_huge_schema_is_shown_cut_under_the_bound_with_a_note() {
+async fn a_huge_schema_is_shown_by_its_names_with_required_first_and_a_note() {
     let (b, _h) = huge_bench();
     let t = b.session(Arc::new(Auto)).begin_turn(implementation()).await;
     let shown = t.shown();
     let total = json_text(&huge_schema()).chars().count();
     assert!(total > 350_000, "{total}");
-    let schema = &shown.capabilities[0].schema;
+    let c = &shown.capabilities[0];
+    let schema = &c.schema;
+    // 2 002 names do not fit even the names' bound: the text is cut, with
+    // what is required first, so that no required name is among what is cut.
+    let describe = Some("spear-capability describe big/search");
+    let kept = MAX_SHOWN_SCHEMA_NAMES_CHARS
+        - schema_cut(SchemaCut::Text, total, total, describe)
+            .chars()
+            .count();
     assert!(
-        schema.chars().count() <= MAX_SHOWN_SCHEMA_CHARS,
+        schema.ends_with(&schema_cut(SchemaCut::Text, kept, total, describe)),
         "{}",
-        schema.chars().count()
+        &schema[schema.len() - 300..]
     );
-    let kept = MAX_SHOWN_SCHEMA_CHARS - schema_cut(total, total).chars().count();
+    assert!(schema.chars().count() <= MAX_SHOWN_SCHEMA_NAMES_CHARS);
     assert!(
-        schema.ends_with(&schema_cut(kept, total)),
-        "{}",
-        &schema[schema.len() - 200..]
-    );
-    // Descriptions went first: not one of the 300 000 x's is left.
-    assert!(
-        schema.starts_with(r#"{"properties":{"p0000":{"type":"integer"}"#),
+        schema.starts_with(
+            r#"{"required":["zz_late"],"properties":{"p0000":{"type":"integer"},"p0001":"#
+        ),
         "{}",
         &schema[..200]
     );
     assert!(!schema.contains("xx"));
 
-    // The estimate counts what is shown, so the one tool is shown whole.
-    let c = &shown.capabilities[0];
+    // Whole or index is decided on the whole text, not on what is left.
     assert_eq!(
         shown.tokens,
-        EstimatedTokens.count(&c.description) + EstimatedTokens.count(&c.schema)
+        EstimatedTokens.count("Searches.") + EstimatedTokens.count(&json_text(&huge_schema()))
     );
-    assert!(shown.tokens <= MAX_WHOLE_TOKENS, "{}", shown.tokens);
-    assert_eq!(shown.exposure, Exposure::Whole);
-    let line = shown
-        .text
-        .lines()
-        .find(|l| l.starts_with("  arguments: "))
-        .expect("the arguments line");
-    assert_eq!(line, format!("  arguments: {schema}"));
-    assert!(
-        shown.text.chars().count() < MAX_SHOWN_SCHEMA_CHARS + 400,
-        "{}",
-        shown.text.chars().count()
-    );
+    assert_eq!(shown.exposure, Exposure::Index);
 
     let d = ours(&t, "spear-capability describe big/search").await;
     assert_eq!(d.status, AnswerStatus::Ok);
@@ -96,15 +89,113 @@ async fn a_huge_schema_is_shown_cut_under_the_bound_with_a_note() {
              run it with: spear-capability invoke big/search '<arguments as one JSON object>'"
         )
     );
-    assert!(d.text.chars().count() < MAX_SHOWN_SCHEMA_CHARS + 200);
+    // What was cut can be seen, one property at a time.
+    let q = ours(&t, "spear-capability describe big/search q").await;
+    assert_eq!(q.status, AnswerStatus::Ok, "{}", q.text);
+    let cut = format!("{}…", "x".repeat(120));
+    assert!(
+        q.text.starts_with(&format!(
+            "big/search (WRITE) property `q` (JSON Schema): {{\"description\":\"{cut}\",\"type\":\"string\"}} … (schema shortened"
+        )),
+        "{}",
+        q.text
+    );
+    assert!(
+        q.text.contains(
+            "`spear-capability describe big/search q <property>` shows one property's schema"
+        ),
+        "{}",
+        q.text
+    );
+    let late = ours(&t, "spear-capability describe big/search zz_late").await;
+    assert!(
+        late.text
+            .contains(r#"property `zz_late` (JSON Schema): {"type":"string"}"#),
+        "{}",
+        late.text
+    );
+    let none = ours(&t, "spear-capability describe big/search nope").await;
+    assert_eq!(none.status, AnswerStatus::Refused);
+    assert_eq!(
+        none.text,
+        "The schema of `big/search` has no property `nope`; spear-capability describe big/search shows its arguments"
+    );
+}
+
+/// The issue's family: a tool whose schema is 400 properties and a required
+/// `zz_last`, beside one with a 300 000-character description.
+fn wide_and_long() -> (Bench, Value) {
+    let b = Bench::new(json!([{"id": "fam", "scope": "global", "write": "allow"}]));
+    let h = b.provider("fam");
+    let mut properties = Map::new();
+    for i in 0..400 {
+        properties.insert(
+            format!("field_{i:03}"),
+            json!({"type": "string", "description": "One field."}),
+        );
+    }
+    properties.insert("zz_last".to_owned(), json!({"type": "string"}));
+    let wide = json!({"type": "object", "properties": properties, "required": ["zz_last"]});
+    h.add_tool(ToolSpec::new("wide", wide.clone()).with_description("Many fields."));
+    h.add_tool(
+        ToolSpec::new("long", json!({"type": "object"})).with_description("y".repeat(300_000)),
+    );
+    (b, wide)
+}
+
+#[tokio::test]
+async fn whole_or_index_is_decided_on_the_whole_text_and_no_name_is_hidden() {
+    let (b, wide) = wide_and_long();
+    let t = b.session(Arc::new(Auto)).begin_turn(implementation()).await;
+    let shown = t.shown();
+    // Shown whole it would be about 100 000 tokens and more: an index.
+    assert_eq!(shown.exposure, Exposure::Index, "{}", shown.tokens);
+    assert!(shown.tokens > 100_000, "{}", shown.tokens);
+
+    let d = ours(&t, "spear-capability describe fam/wide").await;
+    assert_eq!(d.status, AnswerStatus::Ok);
+    let line = d
+        .text
+        .lines()
+        .find_map(|l| l.strip_prefix("arguments (JSON Schema): "))
+        .expect("the arguments line");
+    let (json, note) = line.split_once(" … (").expect("a shortened schema");
+    assert!(
+        note.contains("every property and what is required is shown"),
+        "{note}"
+    );
+    let back: Value = serde_json::from_str(json).expect("whole JSON");
+    assert_eq!(back["required"], json!(["zz_last"]));
+    let names: Vec<&String> = back["properties"]
+        .as_object()
+        .expect("properties")
+        .keys()
+        .collect();
+    let want: Vec<&String> = wide["properties"]
+        .as_object()
+        .expect("properties")
+        .keys()
+        .collect();
+    assert_eq!(names, want);
+    // Past the bound of details, within that of names.
+    let chars = line.chars().count();
+    assert!(
+        chars > MAX_SHOWN_SCHEMA_CHARS && chars <= MAX_SHOWN_SCHEMA_NAMES_CHARS,
+        "{chars}"
+    );
+
+    // The turn can now write a valid call.
+    let ok = ours(&t, r#"spear-capability invoke fam/wide '{"zz_last": "z"}'"#).await;
+    assert_eq!(ok.status, AnswerStatus::Ok, "{}", ok.text);
 }
 
 #[tokio::test]
 async fn every_call_is_still_checked_against_the_whole_schema() {
     let (b, h) = huge_bench();
     let t = b.session(Arc::new(Auto)).begin_turn(implementation()).await;
-    assert!(!t.shown().capabilities[0].schema.contains("zz_late"));
-    // `required` lies in the cut part, and is enforced all the same.
+    assert_eq!(t.shown().exposure, Exposure::Index);
+    ours(&t, "spear-capability describe big/search").await;
+    // `required` is enforced as the whole schema says.
     let missing = ours(&t, r#"spear-capability invoke big/search '{"q": "a"}'"#).await;
     assert_eq!(missing.status, AnswerStatus::Refused, "{}", missing.text);
     assert!(

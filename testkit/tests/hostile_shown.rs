@@ -1,7 +1,7 @@
 //! What a turn is shown of a hostile server's text, through the whole
 //! gateway and a real stdio server: a schema carrying a 300 000-character
-//! description is shown cut under the bound with a note, and still checks
-//! every call whole; a description written to read like the gateway's own
+//! description is shown by its names, what is required first, with a note,
+//! and still checks every call whole; a description written to read like the gateway's own
 //! output is shown behind the provider-line marker, never where the
 //! gateway's lines stand, in the exposure, `list` and `describe`.
 
@@ -10,7 +10,7 @@ mod gateway;
 use gateway::{Server, bench, invoke};
 use serde_json::{Map, Value, json};
 use spear_capabilities::AnswerStatus;
-use spear_capabilities::framing::{MAX_SHOWN_SCHEMA_CHARS, json_text};
+use spear_capabilities::framing::{MAX_SHOWN_SCHEMA_NAMES_CHARS, SchemaCut, json_text};
 use spear_capabilities::messages::{PROVIDER_LINE, schema_cut};
 use spear_testkit::ours;
 
@@ -40,7 +40,7 @@ fn longest_line(text: &str) -> usize {
 }
 
 #[tokio::test]
-async fn a_300_000_character_schema_description_is_shown_cut_and_still_checks_calls() {
+async fn a_300_000_character_schema_description_is_shown_by_its_names_and_still_checks_calls() {
     let b = bench(
         server(
             json!([{"name": "search", "description": "Searches.", "inputSchema": huge_schema()}]),
@@ -49,8 +49,12 @@ async fn a_300_000_character_schema_description_is_shown_cut_and_still_checks_ca
     );
     let turn = b.turn().await;
     let total = json_text(&huge_schema()).chars().count();
-    let kept = MAX_SHOWN_SCHEMA_CHARS - schema_cut(total, total).chars().count();
-    let note = schema_cut(kept, total);
+    let describe = Some("spear-capability describe hostile/search");
+    let kept = MAX_SHOWN_SCHEMA_NAMES_CHARS
+        - schema_cut(SchemaCut::Text, total, total, describe)
+            .chars()
+            .count();
+    let note = schema_cut(SchemaCut::Text, kept, total, describe);
 
     let d = ours(&turn, "spear-capability describe hostile/search").await;
     assert_eq!(d.status, AnswerStatus::Ok, "{}", d.text);
@@ -70,12 +74,18 @@ async fn a_300_000_character_schema_description_is_shown_cut_and_still_checks_ca
         arguments.chars().count(),
         label.len() + kept + note.chars().count()
     );
-    assert!(kept + note.chars().count() <= MAX_SHOWN_SCHEMA_CHARS);
-    assert!(d.text.chars().count() < MAX_SHOWN_SCHEMA_CHARS + 200);
+    assert!(kept + note.chars().count() <= MAX_SHOWN_SCHEMA_NAMES_CHARS);
+    assert!(d.text.chars().count() < MAX_SHOWN_SCHEMA_NAMES_CHARS + 200);
+    // What is required comes first: no required name is among what is cut.
+    assert!(
+        arguments.starts_with(r#"arguments (JSON Schema): {"required":["zz_late"],"#),
+        "{}",
+        &arguments[..200]
+    );
     // The whole exposure, whichever way it shows the family, is bounded too.
     let shown = &turn.shown().text;
     assert!(
-        longest_line(shown) <= MAX_SHOWN_SCHEMA_CHARS + label.len(),
+        longest_line(shown) <= MAX_SHOWN_SCHEMA_NAMES_CHARS + label.len(),
         "{}",
         longest_line(shown)
     );
@@ -88,7 +98,7 @@ async fn a_300_000_character_schema_description_is_shown_cut_and_still_checks_ca
         .schema;
     assert!(ours_of.ends_with(&note));
 
-    // `required` lies in the cut part and is enforced all the same.
+    // `required` is enforced as the whole schema says.
     let missing = invoke(&turn, "hostile/search", json!({"q": "a"})).await;
     assert_eq!(missing.status, AnswerStatus::Refused, "{}", missing.text);
     assert!(missing.text.contains("zz_late"), "{}", missing.text);

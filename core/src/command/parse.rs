@@ -7,7 +7,7 @@ use super::token::{Lexed, TokenKind};
 use super::{COMMAND_NAME, CapabilityId, Command, Refusal};
 
 const LIST: &str = "spear-capability list";
-const DESCRIBE: &str = "spear-capability describe <provider>/<tool>";
+const DESCRIBE: &str = "spear-capability describe <provider>/<tool> [<property>...]";
 const INVOKE: &str = "spear-capability invoke <provider>/<tool> '<arguments as one JSON object>'";
 /// The longest piece of the line a refusal quotes.
 const QUOTE_CHARS: usize = 40;
@@ -89,8 +89,8 @@ pub(super) fn command<W: AsRef<str>>(words: &[W]) -> Result<Command, Refusal> {
         }
         "describe" => {
             let id = id(rest.first(), DESCRIBE)?;
-            too_many(rest, 1, DESCRIBE)?;
-            Ok(Command::Describe { id })
+            let property = rest[1..].iter().map(|w| w.as_ref().to_owned()).collect();
+            Ok(Command::Describe { id, property })
         }
         "invoke" => {
             let id = id(rest.first(), INVOKE)?;
