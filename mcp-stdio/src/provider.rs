@@ -98,7 +98,10 @@ impl McpProvider {
     /// [`Error::Start`] when the command cannot be spawned or refuses to
     /// initialize; [`Error::Protocol`] when it answers another protocol
     /// version or breaks the framing; [`Error::Timeout`] or
-    /// [`Error::Crashed`] when it does not answer. The server is stopped.
+    /// [`Error::Crashed`] when it does not answer. The server is stopped:
+    /// after a timeout, in a task of its own, so that the error is returned
+    /// when the timeout happens (the stop sequence, bounded by the grace,
+    /// goes on; if the runtime ends first, the process group is killed).
     ///
     /// # Cancel safety
     /// Dropping the future kills the server's process group.
@@ -134,6 +137,16 @@ impl McpProvider {
                 provider.server = server;
                 provider.offers_tools = offers_tools;
                 Ok(provider)
+            }
+            Err(failure @ Failure::Timeout(_)) => {
+                // A timeout is said when it happens: the server, still
+                // running, gets its whole stop sequence in a task of its own
+                // (killed with its group if the runtime ends first).
+                let error = failure.into_error(id, "", provider.process.stderr_tail());
+                tokio::spawn(async move {
+                    let _ = provider.shutdown().await;
+                });
+                Err(error)
             }
             Err(failure) => {
                 // Stopped first, so that the error carries what the server
