@@ -43,7 +43,12 @@ fn the_first_command_runs_a_real_turn() {
     let sh = blocks("sh");
     let first = sh[0].lines().next().expect("the first command");
     let (build, run) = first.split_once(" && ").expect("build && run");
-    assert_eq!(build, "cargo build -q --workspace");
+    // Only what the main job runs: the CLI and the example server, not the
+    // benches and their rmcp (issue 33.6).
+    assert_eq!(
+        build,
+        "cargo build -q -p spear-cli -p spear-examples --bin spear-capabilities --bin spear-example-server"
+    );
     let run = run.replace(
         "./target/debug/spear-capabilities",
         env!("CARGO_BIN_EXE_spear-capabilities"),
