@@ -9,8 +9,6 @@
 
 mod child;
 mod spawn;
-#[cfg(test)]
-mod spawn_tests;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::ffi::OsString;
@@ -290,6 +288,9 @@ impl Drop for ServerProcess {
         }
     }
 }
+
+#[cfg(test)]
+mod spawn_tests;
 
 #[cfg(test)]
 mod tests {
