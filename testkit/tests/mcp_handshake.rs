@@ -62,7 +62,7 @@ async fn a_silent_server_times_out() {
         "{err:?}"
     );
     assert!(started.elapsed() < Duration::from_secs(5));
-    common::assert_gone(common::pid_in(stderr_of(&err)));
+    common::assert_gone_soon(common::pid_in(stderr_of(&err))).await;
 }
 
 #[tokio::test]
@@ -78,7 +78,7 @@ async fn an_initialize_that_times_out_is_never_cancelled() {
     .expect_err("times out");
     assert!(matches!(err, Error::Timeout { .. }), "{err:?}");
     // The server is reaped, so it has logged every line the client sent.
-    common::assert_gone(common::pid_in(stderr_of(&err)));
+    common::assert_gone_soon(common::pid_in(stderr_of(&err))).await;
     let lines = received(&log);
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert_eq!(lines[0]["method"], "initialize");

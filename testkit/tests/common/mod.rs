@@ -55,6 +55,17 @@ pub fn assert_gone(pid: u32) {
     );
 }
 
+/// As [`assert_gone`], for a server whose stop goes on in a task of its own
+/// (after a start that timed out): waits on the runtime, so that the task
+/// can run, up to 10 s.
+pub async fn assert_gone_soon(pid: u32) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !procfs::group_survivors(pid).is_empty() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_gone(pid);
+}
+
 /// The pid the fixture printed on stderr, as an error's stderr shows it.
 pub fn pid_in(stderr: &str) -> u32 {
     stderr
