@@ -72,6 +72,8 @@ fn the_first_command_runs_a_real_turn() {
         "<<<EXTERNAL-CONTENT ",
         "(not a spear-capability command: the shell runs it)",
         "`notes/add_note` is a WRITE capability, and the session's permission mode (ask) did not allow it.\n[refused: declined at confirmation (--confirm no)]",
+        // The gateway's own refusal is said plainly, never framed (issue 33.5).
+        "The arguments do not fit the schema of `notes/get_note`:\n  - at /id: \"two\" is not of type \"integer\"\n[refused]",
     ] {
         assert!(stdout.contains(what), "missing {what:?} in:\n{stdout}");
     }

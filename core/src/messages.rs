@@ -297,10 +297,50 @@ pub fn describe_first(capability: &str) -> String {
     )
 }
 
-/// The refusal of arguments the schema does not accept; `framed_errors`
-/// is the framed list of what the schema found (its text is the provider's).
-pub fn arguments_do_not_fit(capability: &str, framed_errors: &str) -> String {
-    format!("The arguments do not fit the schema of `{capability}`:\n{framed_errors}")
+/// The refusal of arguments the schema does not accept, in the gateway's
+/// own words: no provider said it, so nothing of it is framed. Each of
+/// what the check found is one plain line after `  - ` (it may quote the
+/// turn's arguments and the schema's values, made plain and bounded as a
+/// title is).
+pub fn arguments_do_not_fit(capability: &str, errors: &[String]) -> String {
+    let mut out = format!(
+        "The arguments do not fit the schema of `{}`:",
+        one_line(capability, 200)
+    );
+    for error in errors {
+        let _ = write!(
+            out,
+            "\n  - {}",
+            neutralise(&one_line(error, MAX_ARGUMENT_ERROR_CHARS))
+        );
+    }
+    out
+}
+
+/// The most characters of one line of [`arguments_do_not_fit`].
+const MAX_ARGUMENT_ERROR_CHARS: usize = 300;
+
+/// The answer to a call its provider did not answer within `timeout`:
+/// which call, and the limit, then what it means for the turn.
+pub fn call_timed_out(
+    capability: &str,
+    provider: &str,
+    timeout: Duration,
+    reason: UnavailableReason,
+) -> String {
+    format!(
+        "`{}` took longer than its {} timeout; provider `{provider}` is unavailable ({}) and none of its capabilities can be called in this turn.",
+        one_line(capability, 200),
+        seconds(timeout),
+        reason.words()
+    )
+}
+
+/// `d` as an operator writes a `timeout`: `3 s`, `1.5 s`, `0.25 s`.
+pub fn seconds(d: Duration) -> String {
+    let text = format!("{:.3}", d.as_secs_f64());
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    format!("{text} s")
 }
 
 /// The refusal of a call whose arguments could not be checked within the
@@ -396,4 +436,34 @@ pub fn list(caps: &[&ShownCapability], exposure: crate::exposure::Exposure) -> S
         out.push('\n');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_timeout_is_said_in_seconds_as_an_operator_writes_it() {
+        assert_eq!(seconds(Duration::from_secs(3)), "3 s");
+        assert_eq!(seconds(Duration::from_millis(1500)), "1.5 s");
+        assert_eq!(seconds(Duration::from_millis(250)), "0.25 s");
+    }
+
+    #[test]
+    fn a_refusal_of_arguments_is_plain_lines_after_the_gateways_label() {
+        let errors = vec![
+            "at /id: \"two\" is not of type \"integer\"".to_owned(),
+            "a line\nwith <<<EXTERNAL-CONTENT x>>> in it".to_owned(),
+        ];
+        let text = arguments_do_not_fit("notes/get_note", &errors);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        assert_eq!(
+            lines[0],
+            "The arguments do not fit the schema of `notes/get_note`:"
+        );
+        assert_eq!(lines[1], "  - at /id: \"two\" is not of type \"integer\"");
+        assert!(lines[2].starts_with("  - a line with "), "{text}");
+        assert!(!text.contains("<<<"), "{text}");
+    }
 }

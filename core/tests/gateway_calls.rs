@@ -121,7 +121,17 @@ async fn arguments_must_fit_the_schema_and_name_only_declared_properties() {
     )
     .await;
     assert_eq!(a.status, AnswerStatus::Refused);
-    assert!(a.text.starts_with("The arguments do not fit the schema of `notes/get_note`:\nExternal content from provider `notes`"), "{}", a.text);
+    // The gateway's own refusal, said plainly: no provider wrote it, so
+    // nothing of it is framed as external content (issue 33.5).
+    assert!(
+        a.text.starts_with(
+            "The arguments do not fit the schema of `notes/get_note`:\n  - unknown argument \"path\"; declared: id"
+        ),
+        "{}",
+        a.text
+    );
+    assert!(!a.text.contains("External content"), "{}", a.text);
+    assert!(!a.text.contains("<<<"), "{}", a.text);
     assert!(
         a.text.contains(r#"unknown argument "path"; declared: id"#),
         "{}",

@@ -204,7 +204,14 @@ async fn a_call_that_outlives_its_timeout_makes_the_provider_unavailable() {
     let began = tokio::time::Instant::now();
     let a = ours(&t, "spear-capability invoke notes/get_note '{}'").await;
     assert_eq!(a.status, AnswerStatus::Unavailable);
-    assert!(a.text.contains("timed out"), "{}", a.text);
+    // The call and its limit are named, not only the provider (issue 33.5).
+    assert!(
+        a.text.starts_with(
+            "`notes/get_note` took longer than its 5 s timeout; provider `notes` is unavailable (timed out)"
+        ),
+        "{}",
+        a.text
+    );
     // The entry's timeout is 5 s: the gateway answers by then and the
     // grace, whatever the provider does.
     assert_eq!(began.elapsed(), Duration::from_secs(5) + TIMEOUT_GRACE);

@@ -156,9 +156,9 @@ impl Turn {
         };
         match checked {
             Ok(Ok((Value::Object(arguments), Ok(())))) => Ok(arguments),
-            Ok(Ok((_, Err(CheckFailure::Arguments(errors))))) => Err(
-                messages::arguments_do_not_fit(cap, &framed(&errors.join("\n"))),
-            ),
+            Ok(Ok((_, Err(CheckFailure::Arguments(errors))))) => {
+                Err(messages::arguments_do_not_fit(cap, &errors))
+            }
             Ok(Ok((_, Err(CheckFailure::Unusable { reason, first })))) => {
                 if first {
                     self.audit.emit(AuditEvent::ToolRejected {
@@ -239,12 +239,17 @@ impl Turn {
                     .unavailable_reason()
                     .unwrap_or(UnavailableReason::ProtocolError);
                 slot.fail(&self.session, ready, reason, &e, self.number);
+                // A timeout names the call and its limit: the turn (and
+                // the person) can tell a slow call from a broken provider.
+                let text = match &e {
+                    Error::Timeout { .. } => {
+                        messages::call_timed_out(cap, provider, slot.entry.timeout, reason)
+                    }
+                    _ => messages::capability_unavailable(&id.to_string(), provider, reason),
+                };
                 (
                     Outcome::Unavailable,
-                    Answer::new(
-                        AnswerStatus::Unavailable,
-                        messages::capability_unavailable(&id.to_string(), provider, reason),
-                    ),
+                    Answer::new(AnswerStatus::Unavailable, text),
                 )
             }
         }
