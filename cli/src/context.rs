@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use clap::Args;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
@@ -36,6 +37,29 @@ pub(crate) struct ContextArgs {
     /// Append the audit trail to FILE as JSON Lines.
     #[arg(long, value_name = "FILE")]
     pub(crate) audit: Option<PathBuf>,
+    /// Let each provider's start go on up to SECONDS (a server that
+    /// downloads itself on first use, `npx -y` or `uvx`), however short
+    /// its `timeout`: the handshake and the listing may take that long,
+    /// and the command waits for them. Calls keep the entry's `timeout`.
+    #[arg(long, value_name = "SECONDS", value_parser = wait_seconds)]
+    pub(crate) wait: Option<Duration>,
+}
+
+/// The longest `--wait`: a day, as the longest `timeout` an entry may set.
+const MAX_WAIT_SECONDS: f64 = 86_400.0;
+
+/// A `--wait` value: a number of seconds, more than 0, at most a day.
+pub(crate) fn wait_seconds(text: &str) -> Result<Duration, String> {
+    let seconds: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of seconds"))?;
+    if !(seconds > 0.0 && seconds <= MAX_WAIT_SECONDS) {
+        return Err(format!(
+            "{text} is not more than 0 and at most {MAX_WAIT_SECONDS} seconds"
+        ));
+    }
+    Ok(Duration::from_secs_f64(seconds))
 }
 
 /// Fails unless `path`, a capabilities file the operator named on the
@@ -118,6 +142,15 @@ impl ContextArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_wait_is_a_positive_number_of_seconds_up_to_a_day() {
+        assert_eq!(wait_seconds("90"), Ok(Duration::from_secs(90)));
+        assert_eq!(wait_seconds("0.5"), Ok(Duration::from_millis(500)));
+        for bad in ["0", "-3", "nan", "inf", "86401", "soon", ""] {
+            assert!(wait_seconds(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn the_project_flag_is_named_as_clap_defines_it() {

@@ -48,15 +48,16 @@ async fn open(
         report::say_refused(&registry);
     }
     let registry = Arc::new(registry);
-    let session = Session::open(
-        Arc::clone(&registry),
-        SessionOptions::new("cli", mode).with_audit(audit),
-    );
+    let mut options = SessionOptions::new("cli", mode).with_audit(audit);
+    if let Some(wait) = ctx.wait {
+        options = options.with_start_wait(wait);
+    }
+    let session = Session::open(Arc::clone(&registry), options);
     crate::out::opened(&session);
     // Each provider's state as it starts, for a person at a terminal;
     // nothing when standard error is piped, or for a script (`--json`).
     let turn = if crate::starting::wanted(as_json) {
-        crate::starting::begin_turn(&session, ctx.turn(), finish).await
+        crate::starting::begin_turn(&session, ctx.turn(), finish, ctx.wait).await
     } else {
         session.begin_turn(ctx.turn()).await
     };

@@ -20,7 +20,7 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 use spear_capabilities::admission::tool_name_problem;
-use spear_capabilities::session::start_budget;
+use spear_capabilities::session::start_budget_waiting;
 use spear_capabilities::vetting::ListingBudget;
 use spear_capabilities::{
     Audit, Class, ConnectRequest, Error, ProviderEntry, ProviderInfo, Registry, ToolList,
@@ -43,6 +43,10 @@ pub(crate) struct GetArgs {
     /// tool with its class and full schema.
     #[arg(long)]
     start: bool,
+    /// With --start: let the start go on up to SECONDS (a server that
+    /// downloads itself on first use), however short its `timeout`.
+    #[arg(long, value_name = "SECONDS", requires = "start", value_parser = crate::context::wait_seconds)]
+    wait: Option<std::time::Duration>,
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
@@ -122,7 +126,7 @@ pub(crate) async fn get(args: &GetArgs) -> ExitCode {
     };
     let findings = Findings::of(entry, registry.base_dir());
     let started = if args.start {
-        Some(start(&registry, entry).await)
+        Some(start(&registry, entry, args.wait).await)
     } else {
         None
     };
@@ -275,22 +279,30 @@ struct ToolView {
 }
 
 /// Starts `entry`'s server, lists its tools and stops it, all within the
-/// start budget a session gives it.
-async fn start(registry: &Registry, entry: &ProviderEntry) -> Result<Started, Error> {
+/// start budget a session gives it (with `wait`, as a session with that
+/// start wait gives it: each request of the start may take `wait`).
+async fn start(
+    registry: &Registry,
+    entry: &ProviderEntry,
+    wait: Option<std::time::Duration>,
+) -> Result<Started, Error> {
     let kind = registry.kinds().find(&entry.kind)?;
     let began = Instant::now();
-    let budget = start_budget(entry.timeout);
+    let budget = start_budget_waiting(entry.timeout, wait);
     let timed_out = || Error::Timeout {
         provider: entry.id.clone(),
         after: budget,
         stderr: String::new(),
     };
-    let request = ConnectRequest::new(
+    let mut request = ConnectRequest::new(
         entry.id.clone(),
         entry.settings.clone(),
         entry.timeout,
         registry.base_dir(),
     );
+    if let Some(wait) = wait {
+        request = request.with_start_timeout(wait);
+    }
     let provider = tokio::time::timeout(budget, (kind.connect)(request))
         .await
         .map_err(|_| timed_out())??;

@@ -1,7 +1,8 @@
 //! The live start display: while a turn's providers start, a terminal
 //! shows each one's state as it changes, one line a provider, in the
 //! status column of `list`: `starting` (and for how long), then
-//! `ok … ready in N ms, K tools` or `failed … unavailable (why)`.
+//! `ok … ready in N ms, K tools` or `failed … unavailable (why)`; with
+//! `--wait`, a line still starting says how long the command waits.
 //!
 //! Only on a terminal (standard error) that can move its cursor, and never
 //! with `--json` ([`wanted`]). The lines still starting are redrawn in
@@ -53,8 +54,13 @@ pub(crate) enum Finish {
 
 /// Begins a turn in `context` as [`Session::begin_turn`] does, showing each
 /// provider's state on standard error as it changes.
-pub(crate) async fn begin_turn(session: &Session, context: TurnContext, finish: Finish) -> Turn {
-    let mut display = Display::new(finish);
+pub(crate) async fn begin_turn(
+    session: &Session,
+    context: TurnContext,
+    finish: Finish,
+    wait: Option<Duration>,
+) -> Turn {
+    let mut display = Display::new(finish, wait);
     let mut begin = std::pin::pin!(session.begin_turn(context));
     let mut poll = tokio::time::interval(POLL);
     poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -77,15 +83,18 @@ struct Display {
     starting: BTreeMap<String, Option<ProgressBar>>,
     colour: bool,
     finish: Finish,
+    /// The operator's `--wait`, said on each line still starting.
+    wait: Option<Duration>,
 }
 
 impl Display {
-    fn new(finish: Finish) -> Self {
+    fn new(finish: Finish, wait: Option<Duration>) -> Self {
         Display {
             multi: MultiProgress::with_draw_target(ProgressDrawTarget::stderr()),
             starting: BTreeMap::new(),
             colour: colour_on(std::io::stderr().is_terminal()),
             finish,
+            wait,
         }
     }
 
@@ -95,7 +104,13 @@ impl Display {
         let (status, detail) = state_line(state);
         let style = status_style(status, self.colour);
         let detail = printable(&detail, MAX_REASON_CHARS);
-        format!("  {style}{status:<8}{style:#} {id}: {detail}")
+        match (state, self.wait) {
+            (ProviderState::Starting { .. }, Some(wait)) => format!(
+                "  {style}{status:<8}{style:#} {id}: {detail}, waiting up to {} (--wait)",
+                spear_capabilities::messages::seconds(wait)
+            ),
+            _ => format!("  {style}{status:<8}{style:#} {id}: {detail}"),
+        }
     }
 
     /// Draws `states`: a new provider starting gets a live line, one that

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{CLI, sibling, text};
+use common::{CLI, on_a_terminal, sibling, text};
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -53,24 +53,6 @@ fn demo<'a>(args: &[&'a str]) -> Vec<&'a str> {
         "demo",
     ]);
     all
-}
-
-/// The CLI's output under a pseudo-terminal (util-linux `script`), `NO_COLOR`
-/// set, `TERM` a terminal that moves its cursor.
-fn on_a_terminal(args: &[&str]) -> String {
-    let quoted: Vec<String> = std::iter::once(CLI)
-        .chain(args.iter().copied())
-        .map(|a| format!("'{}'", a.replace('\'', r"'\''")))
-        .collect();
-    let out = Command::new("script")
-        .args(["-qec", &quoted.join(" "), "/dev/null"])
-        .env_remove("SPEAR_CAPABILITIES_FILE")
-        .env("NO_COLOR", "1")
-        .env("TERM", "xterm")
-        .stdin(Stdio::null())
-        .output()
-        .expect("util-linux `script` runs");
-    text(&out.stdout)
 }
 
 fn write_registry(dir: &Path, providers: &Value) -> PathBuf {

@@ -160,7 +160,7 @@ fn each_audit_example_is_a_record_of_its_event() {
 fn the_list_transcript_is_what_list_prints() {
     let text = blocks("text")
         .into_iter()
-        .find(|b| b.starts_with("$ spear-capabilities list"))
+        .find(|b| b.starts_with("$ spear-capabilities list --capabilities capabilities.json"))
         .expect("list block");
     let dir = tempfile::tempdir().expect("tempdir");
     let server =
@@ -194,4 +194,43 @@ fn the_list_transcript_is_what_list_prints() {
         let line = line.split(" ready in ").next().unwrap_or(line);
         assert!(stdout.contains(line), "missing {line:?} in:\n{stdout}");
     }
+}
+
+/// The `--wait` transcript (issue 33.3): each command run against the
+/// fixture server that answers its handshake after 2.5 s, with a 1 s
+/// timeout, prints the lines the README shows.
+#[test]
+fn the_wait_transcript_is_what_list_prints() {
+    let text = blocks("text")
+        .into_iter()
+        .find(|b| b.starts_with("$ spear-capabilities list --capabilities cold.json"))
+        .expect("--wait block");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server =
+        Path::new(env!("CARGO_BIN_EXE_spear-capabilities")).with_file_name("spear-fixture-server");
+    let body = serde_json::json!({"providers": [
+        {"id": "cold", "command": [server, "--start-delay", "2500"], "scope": "global", "timeout": 1}
+    ]});
+    std::fs::write(dir.path().join("cold.json"), body.to_string()).expect("write");
+    let mut runs = 0;
+    for part in text.split("$ spear-capabilities ").skip(1) {
+        let (command, expected) = part.split_once('\n').expect("a command line");
+        let out = Command::new(env!("CARGO_BIN_EXE_spear-capabilities"))
+            .args(command.split(' '))
+            .current_dir(dir.path())
+            .env_remove("SPEAR_CAPABILITIES_FILE")
+            .output()
+            .expect("runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        for line in expected.lines() {
+            // The time a start took differs from run to run.
+            let line = line.split(" ready in ").next().unwrap_or(line);
+            assert!(
+                stdout.contains(line),
+                "{command}: missing {line:?} in:\n{stdout}"
+            );
+        }
+        runs += 1;
+    }
+    assert_eq!(runs, 2);
 }

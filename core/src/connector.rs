@@ -3,6 +3,7 @@
 use std::fmt::Debug;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 
@@ -15,7 +16,9 @@ use crate::{Error, Provider};
 #[async_trait]
 pub trait Connector: Debug + Send + Sync {
     /// Starts the provider of `entry`; `base_dir` is the capabilities file's
-    /// folder.
+    /// folder; each request of the start itself may take `start_timeout`
+    /// ([`ConnectRequest::start_timeout`]: the entry's timeout, unless the
+    /// operator let starts run longer).
     ///
     /// # Errors
     /// When the provider cannot be started.
@@ -26,6 +29,7 @@ pub trait Connector: Debug + Send + Sync {
         &self,
         entry: &ProviderEntry,
         base_dir: &Path,
+        start_timeout: Duration,
     ) -> Result<Arc<dyn Provider>, Error>;
 }
 
@@ -49,14 +53,18 @@ impl Connector for KindConnector {
         &self,
         entry: &ProviderEntry,
         base_dir: &Path,
+        start_timeout: Duration,
     ) -> Result<Arc<dyn Provider>, Error> {
         let kind = self.kinds.find(&entry.kind)?;
-        (kind.connect)(ConnectRequest::new(
-            entry.id.clone(),
-            entry.settings.clone(),
-            entry.timeout,
-            base_dir,
-        ))
+        (kind.connect)(
+            ConnectRequest::new(
+                entry.id.clone(),
+                entry.settings.clone(),
+                entry.timeout,
+                base_dir,
+            )
+            .with_start_timeout(start_timeout),
+        )
         .await
     }
 }

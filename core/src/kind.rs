@@ -43,6 +43,11 @@ pub struct ConnectRequest {
     pub settings: KindSettings,
     /// How long one request may take.
     pub timeout: Duration,
+    /// How long each request of the start itself (a handshake, each page
+    /// of the listing) may take: `timeout`, unless the operator let starts
+    /// run longer ([`crate::SessionOptions::with_start_wait`]), as a server
+    /// that downloads itself on first use needs. Never less than `timeout`.
+    pub start_timeout: Duration,
     /// The folder of the capabilities file, for relative paths in settings.
     pub base_dir: PathBuf,
 }
@@ -59,8 +64,16 @@ impl ConnectRequest {
             provider: provider.into(),
             settings,
             timeout,
+            start_timeout: timeout,
             base_dir: base_dir.into(),
         }
+    }
+
+    /// Lets each request of the start take `start_timeout` (never less
+    /// than the request timeout).
+    pub fn with_start_timeout(mut self, start_timeout: Duration) -> Self {
+        self.start_timeout = start_timeout.max(self.timeout);
+        self
     }
 }
 

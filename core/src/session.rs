@@ -78,7 +78,9 @@ use crate::tokens::{EstimatedTokens, TokenCounter};
 use crate::turn::Turn;
 
 use slot::Slot;
-pub use slot::{MAX_RESTARTS, ProviderState, START_BUDGET_FACTOR, start_budget};
+pub use slot::{
+    MAX_RESTARTS, ProviderState, START_BUDGET_FACTOR, start_budget, start_budget_waiting,
+};
 
 /// How much longer than its provider's timeout the gateway waits for a
 /// request before it calls the provider timed out, whatever the provider
@@ -106,6 +108,10 @@ pub struct SessionOptions {
     pub limits: Limits,
     /// How tokens are counted.
     pub tokens: Arc<dyn TokenCounter>,
+    /// How long the operator lets a provider's start go on
+    /// ([`SessionOptions::with_start_wait`]); `None`: as its `timeout`
+    /// allows.
+    pub start_wait: Option<Duration>,
 }
 
 impl std::fmt::Debug for SessionOptions {
@@ -115,6 +121,7 @@ impl std::fmt::Debug for SessionOptions {
             .field("permission", &self.permission.name())
             .field("connector", &self.connector)
             .field("limits", &self.limits)
+            .field("start_wait", &self.start_wait)
             .finish_non_exhaustive()
     }
 }
@@ -130,7 +137,27 @@ impl SessionOptions {
             connector: None,
             limits: Limits::default(),
             tokens: Arc::new(EstimatedTokens),
+            start_wait: None,
         }
+    }
+
+    /// Lets each provider's start go on up to `wait`, for a server that
+    /// needs long the first time (an `npx -y` or `uvx` download): a turn
+    /// waits for a start up to `wait`, each request of the start (a
+    /// handshake, each page of the listing) may take it, and the whole
+    /// start is bounded by the longer of `wait` and its start budget.
+    /// Calls keep their provider's `timeout`. Without it (the default) a
+    /// start's requests take at most the entry's `timeout`, as the spec
+    /// has it; a turn in SPEAR never needs this.
+    pub fn with_start_wait(mut self, wait: Duration) -> Self {
+        self.start_wait = Some(wait);
+        self
+    }
+
+    /// How long each request of the start of a provider with request
+    /// timeout `timeout` may take.
+    pub(crate) fn start_timeout(&self, timeout: Duration) -> Duration {
+        self.start_wait.map_or(timeout, |wait| wait.max(timeout))
     }
 
     /// Records into `audit`.

@@ -230,7 +230,13 @@ impl Turn {
             slot.prepare(inner, number, &turn.audit);
         }
         let begun = Instant::now();
-        futures::future::join_all(slots.iter().map(|s| s.wait(begun))).await;
+        let options = &inner.options;
+        futures::future::join_all(
+            slots
+                .iter()
+                .map(|s| s.wait(begun, options.start_timeout(s.entry.timeout))),
+        )
+        .await;
         let mut family = Vec::with_capacity(slots.len());
         for slot in slots {
             let found = match slot.view(inner) {

@@ -9,7 +9,9 @@ use std::time::Duration;
 use common::{Bench, implementation};
 use serde_json::json;
 use spear_capabilities::session::TIMEOUT_GRACE;
-use spear_capabilities::{AnswerStatus, Auto, Exposure, UnavailableReason};
+use spear_capabilities::{
+    AnswerStatus, Auto, Exposure, Session, SessionOptions, UnavailableReason,
+};
 use spear_testkit::{MockFailure, ours};
 
 fn two() -> Bench {
@@ -368,4 +370,56 @@ async fn the_operator_sees_each_providers_state_with_the_full_reason() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+/// Issue 33.3: an operator's start wait lets a start that outlasts its
+/// entry's timeout (and its default start budget) finish, and the turn
+/// waits for it; without one, the entry's timeout rules as the spec has it.
+#[tokio::test(start_paused = true)]
+async fn a_start_wait_lets_a_slow_start_finish_and_the_turn_waits_for_it() {
+    let b = Bench::new(json!([{"id": "cold", "scope": "global", "timeout": 2}]));
+    b.provider("cold").add_simple_tool("t", "x", &[]);
+    // Longer than the default start budget of a 2 s timeout (20 s).
+    b.connector.start_latency("cold", Duration::from_secs(30));
+    assert!(
+        spear_capabilities::session::start_budget(Duration::from_secs(2)) < Duration::from_secs(30)
+    );
+    let s = Session::open(
+        Arc::clone(&b.registry),
+        SessionOptions::new("s1", Arc::new(Auto))
+            .with_audit(b.audit.clone())
+            .with_connector(b.connector.clone())
+            .with_start_wait(Duration::from_secs(60)),
+    );
+    let began = tokio::time::Instant::now();
+    let t = s.begin_turn(implementation()).await;
+    assert_eq!(
+        began.elapsed(),
+        Duration::from_secs(30),
+        "waited for the start"
+    );
+    let ids: Vec<_> = t
+        .shown()
+        .capabilities
+        .iter()
+        .map(|c| c.id.as_str())
+        .collect();
+    assert_eq!(ids, ["cold/t"]);
+    assert_eq!(b.connector.start_timeouts(), [Duration::from_secs(60)]);
+    assert!(s.take_notices().is_empty(), "never said unavailable");
+    s.close().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_a_start_wait_a_start_gets_its_entrys_timeout() {
+    let b = Bench::new(json!([{"id": "cold", "scope": "global", "timeout": 2}]));
+    b.provider("cold").add_simple_tool("t", "x", &[]);
+    b.connector.start_latency("cold", Duration::from_secs(30));
+    let s = b.session(Arc::new(Auto));
+    let began = tokio::time::Instant::now();
+    let t = s.begin_turn(implementation()).await;
+    assert_eq!(began.elapsed(), Duration::from_secs(2) + TIMEOUT_GRACE);
+    assert_eq!(t.shown().unavailable[0].reason, UnavailableReason::Starting);
+    assert_eq!(b.connector.start_timeouts(), [Duration::from_secs(2)]);
+    s.close().await;
 }

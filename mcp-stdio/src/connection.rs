@@ -189,6 +189,19 @@ impl Connection {
         params: &P,
         cancel: Cancel,
     ) -> Answer {
+        self.request_within(method, params, cancel, self.timeout)
+            .await
+    }
+
+    /// [`Connection::request`], waiting at most `timeout` (a start's own
+    /// requests may be let run longer than a call).
+    pub(crate) async fn request_within<P: Serialize + ?Sized>(
+        &self,
+        method: &str,
+        params: &P,
+        cancel: Cancel,
+        timeout: Duration,
+    ) -> Answer {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let Some(line) = codec::request(id, method, params) else {
             return Err(Failure::Protocol(format!(
@@ -213,21 +226,20 @@ impl Connection {
         self.shared.send(&line);
         let span = tracing::debug_span!(target: "spear_mcp_stdio", "request", method, id);
         let answer =
-            tracing::Instrument::instrument(tokio::time::timeout(self.timeout, answered), span)
-                .await;
+            tracing::Instrument::instrument(tokio::time::timeout(timeout, answered), span).await;
         pending.armed = false;
         match answer {
             Ok(Ok(answer)) => answer,
             // The answer's sender is dropped only with the connection.
             Ok(Err(_)) => Err(self.failure().unwrap_or(Failure::ShutDown)),
             Err(_) => {
-                tracing::warn!(target: "spear_mcp_stdio", provider = %self.shared.provider, method, id, after = ?self.timeout, "request timed out");
+                tracing::warn!(target: "spear_mcp_stdio", provider = %self.shared.provider, method, id, after = ?timeout, "request timed out");
                 let forgotten = self.shared.lock().pending.remove(&id).is_some();
                 if forgotten && cancel == Cancel::Notify {
                     self.shared.send(&cancelled(id, "timed out"));
                 }
-                self.shared.fail(Failure::Timeout(self.timeout));
-                Err(self.failure().unwrap_or(Failure::Timeout(self.timeout)))
+                self.shared.fail(Failure::Timeout(timeout));
+                Err(self.failure().unwrap_or(Failure::Timeout(timeout)))
             }
         }
     }

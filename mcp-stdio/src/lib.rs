@@ -61,7 +61,9 @@ fn connect(request: ConnectRequest) -> ConnectFuture {
                 stderr: String::new(),
             }
         })?;
-        let options = Options::default().with_timeout(request.timeout);
+        let options = Options::default()
+            .with_timeout(request.timeout)
+            .with_start_timeout(request.start_timeout);
         let provider =
             McpProvider::start(&request.provider, &config, &request.base_dir, options).await?;
         Ok(Arc::new(provider) as Arc<dyn spear_capabilities::Provider>)

@@ -30,6 +30,9 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct Options {
     /// How long one request may take.
     pub timeout: Duration,
+    /// How long each request of the start (`initialize`, each `tools/list`
+    /// page) may take; `None`: `timeout`.
+    pub start_timeout: Option<Duration>,
     /// The longest line accepted from the server.
     pub max_line: usize,
     /// How long shutdown waits for the server to leave after its stdin closes.
@@ -43,6 +46,7 @@ impl Default for Options {
     fn default() -> Self {
         Self {
             timeout: DEFAULT_TIMEOUT,
+            start_timeout: None,
             max_line: MAX_LINE,
             grace: Duration::from_secs(2),
             term_grace: Duration::from_secs(2),
@@ -55,6 +59,17 @@ impl Options {
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
+    }
+
+    /// Lets each request of the start take `start_timeout`.
+    pub fn with_start_timeout(mut self, start_timeout: Duration) -> Self {
+        self.start_timeout = Some(start_timeout);
+        self
+    }
+
+    /// How long each request of the start may take.
+    fn start_timeout(&self) -> Duration {
+        self.start_timeout.unwrap_or(self.timeout)
     }
 
     /// Sets the line bound.
@@ -175,7 +190,12 @@ impl McpProvider {
         // MCP: the client must never cancel its initialize request.
         let answer = self
             .connection
-            .request("initialize", &params, Cancel::Never)
+            .request_within(
+                "initialize",
+                &params,
+                Cancel::Never,
+                self.options.start_timeout(),
+            )
             .await;
         let answer: Value = match answer {
             Err(Failure::Rejected { code, message }) => {
@@ -237,7 +257,12 @@ impl McpProvider {
             };
             let raw = self
                 .connection
-                .request("tools/list", &params, Cancel::Notify)
+                .request_within(
+                    "tools/list",
+                    &params,
+                    Cancel::Notify,
+                    self.options.start_timeout(),
+                )
                 .await?;
             bytes += raw.get().len();
             if bytes > MAX_LISTING_BYTES {

@@ -16,6 +16,7 @@ struct State {
     failures: HashMap<String, MockFailure>,
     latency: HashMap<String, Duration>,
     connects: Vec<String>,
+    start_timeouts: Vec<Duration>,
 }
 
 /// Starts the registry's entries as the mock providers added to it, by id.
@@ -57,14 +58,25 @@ impl MockConnector {
     pub fn connects(&self) -> Vec<String> {
         self.lock().connects.clone()
     }
+
+    /// The start timeout each start so far was given, in order.
+    pub fn start_timeouts(&self) -> Vec<Duration> {
+        self.lock().start_timeouts.clone()
+    }
 }
 
 #[async_trait]
 impl Connector for MockConnector {
-    async fn connect(&self, entry: &ProviderEntry, _: &Path) -> Result<Arc<dyn Provider>, Error> {
+    async fn connect(
+        &self,
+        entry: &ProviderEntry,
+        _: &Path,
+        start_timeout: Duration,
+    ) -> Result<Arc<dyn Provider>, Error> {
         let (latency, outcome) = {
             let mut s = self.lock();
             s.connects.push(entry.id.clone());
+            s.start_timeouts.push(start_timeout);
             let outcome = match (s.failures.get(&entry.id), s.providers.get(&entry.id)) {
                 (Some(f), _) => Err(f.to_error(&entry.id, "")),
                 (None, Some(p)) => {

@@ -37,3 +37,23 @@ pub fn cli(args: &[&str]) -> Output {
         .output()
         .expect("runs")
 }
+
+/// The CLI's output under a pseudo-terminal (util-linux `script` gives it
+/// one: standard output and error both go to it), `NO_COLOR` set, `TERM` a
+/// terminal that moves its cursor: what the terminal received.
+pub fn on_a_terminal(args: &[&str]) -> String {
+    let quoted: Vec<String> = std::iter::once(CLI)
+        .chain(args.iter().copied())
+        .map(|a| format!("'{}'", a.replace('\'', r"'\''")))
+        .collect();
+    let out = Command::new("script")
+        .args(["-qec", &quoted.join(" "), "/dev/null"])
+        .env_remove("SPEAR_CAPABILITIES_FILE")
+        .env_remove("RUST_LOG")
+        .env("NO_COLOR", "1")
+        .env("TERM", "xterm")
+        .stdin(Stdio::null())
+        .output()
+        .expect("util-linux `script` runs");
+    text(&out.stdout)
+}

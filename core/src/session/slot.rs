@@ -48,6 +48,13 @@ pub fn start_budget(timeout: Duration) -> Duration {
     (timeout * START_BUDGET_FACTOR).max(2 * (timeout + TIMEOUT_GRACE))
 }
 
+/// The bound on a provider's whole start when the operator lets starts go
+/// on up to `wait` ([`crate::SessionOptions::with_start_wait`]): the
+/// longer of `wait` and [`start_budget`].
+pub fn start_budget_waiting(timeout: Duration, wait: Option<Duration>) -> Duration {
+    start_budget(timeout).max(wait.unwrap_or_default())
+}
+
 /// How many turns after the failure the `restart`-th restart (from 1)
 /// waits: the next turn, then two, then four.
 fn pause_turns(restart: u32) -> u64 {
@@ -181,7 +188,7 @@ impl Slot {
         span.in_scope(|| tracing::info!(target: "spear_capabilities::provider", provider, "provider starting"));
         let task = tokio::spawn(tracing::Instrument::instrument(
             async move {
-                let budget = start_budget(slot.entry.timeout);
+                let budget = start_budget_waiting(slot.entry.timeout, session.options.start_wait);
                 let outcome = tokio::time::timeout(budget, start(&session, &slot))
                     .await
                     .unwrap_or_else(|_| {
@@ -242,10 +249,11 @@ impl Slot {
     }
 
     /// Waits for a start in the background as long as a turn begun at
-    /// `begun` waits: the entry's timeout and the grace for the kind's
-    /// `connect`, and as long again for the listing once it connected.
-    pub(crate) async fn wait(&self, begun: Instant) {
-        let patience = self.entry.timeout + TIMEOUT_GRACE;
+    /// `begun` waits: the entry's timeout (or the operator's longer
+    /// `start_timeout`) and the grace for the kind's `connect`, and as long
+    /// again for the listing once it connected.
+    pub(crate) async fn wait(&self, begun: Instant, start_timeout: Duration) {
+        let patience = start_timeout.max(self.entry.timeout) + TIMEOUT_GRACE;
         let mut changes = self.changed.subscribe();
         loop {
             let deadline = match &lock(&self.state).phase {
@@ -391,9 +399,10 @@ impl Slot {
 async fn start(inner: &Inner, slot: &Slot) -> Result<Ready, Error> {
     let entry = &slot.entry;
     let began = Instant::now();
+    let start_timeout = inner.options.start_timeout(entry.timeout);
     let provider = inner
         .connector
-        .connect(entry, inner.registry.base_dir())
+        .connect(entry, inner.registry.base_dir(), start_timeout)
         .await?;
     slot.connected();
     let listed = match provider.list_tools().await {
