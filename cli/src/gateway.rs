@@ -24,7 +24,8 @@ use crate::report::{self, REFUSED_EXIT};
 use crate::view::{colour, info_line, result_json, state_json, state_line, status_style};
 
 /// Loads the registry, opens a session on it and begins the turn the flags
-/// describe. Text output whose standard output is a turn's (`turn` and
+/// describe (starting, with `only`, just that provider of those it
+/// selects). Text output whose standard output is a turn's (`turn` and
 /// `invoke` without `--json`: `refused_to_stderr`) has the registry's
 /// refused entries said on standard error first; the others put them in
 /// their own output.
@@ -34,6 +35,7 @@ async fn open(
     as_json: bool,
     refused_to_stderr: bool,
     finish: crate::starting::Finish,
+    only: Option<&str>,
 ) -> Result<(Session, Turn, Arc<Registry>), ExitCode> {
     let fail = |e: String| {
         eprintln!("spear-capabilities: {e}");
@@ -56,10 +58,18 @@ async fn open(
     crate::out::opened(&session);
     // Each provider's state as it starts, for a person at a terminal;
     // nothing when standard error is piped, or for a script (`--json`).
+    let only: Vec<&str> = only.into_iter().collect();
+    let begin = async {
+        if only.is_empty() {
+            session.begin_turn(ctx.turn()).await
+        } else {
+            session.begin_turn_starting_only(ctx.turn(), &only).await
+        }
+    };
     let turn = if crate::starting::wanted(as_json) {
-        crate::starting::begin_turn(&session, ctx.turn(), finish, ctx.wait).await
+        crate::starting::begin_turn(&session, begin, finish, ctx.wait).await
     } else {
-        session.begin_turn(ctx.turn()).await
+        begin.await
     };
     Ok((session, turn, registry))
 }
@@ -165,11 +175,19 @@ pub(crate) async fn turn(
     as_json: bool,
 ) -> ExitCode {
     let (mode, confirmations) = permission(mode, confirm);
-    let (session, turn, registry) =
-        match open(ctx, mode, as_json, !as_json, crate::starting::Finish::Keep).await {
-            Ok(x) => x,
-            Err(code) => return code,
-        };
+    let (session, turn, registry) = match open(
+        ctx,
+        mode,
+        as_json,
+        !as_json,
+        crate::starting::Finish::Keep,
+        None,
+    )
+    .await
+    {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
     report::say_project_hint(&registry, &ctx.turn());
     let body = async {
         let shown = turn.shown();
@@ -276,7 +294,7 @@ pub(crate) async fn list(ctx: &ContextArgs, as_json: bool) -> ExitCode {
     // its own, so that a terminal shows them once.
     let finish = crate::starting::Finish::Clear;
     let (session, turn, registry) =
-        match open(ctx, Arc::new(ReadOnly), as_json, false, finish).await {
+        match open(ctx, Arc::new(ReadOnly), as_json, false, finish, None).await {
             Ok(x) => x,
             Err(code) => return code,
         };
@@ -381,11 +399,22 @@ pub(crate) async fn invoke(
         Err(e) => return usage(e),
     };
     let (mode, confirmations) = permission(mode, confirm);
-    let (session, turn, registry) =
-        match open(ctx, mode, as_json, !as_json, crate::starting::Finish::Keep).await {
-            Ok(x) => x,
-            Err(code) => return code,
-        };
+    // Only the provider called is started: the others' starts (an npx
+    // download, say) are not this command's to wait for.
+    let only = Some(id.provider.as_str());
+    let (session, turn, registry) = match open(
+        ctx,
+        mode,
+        as_json,
+        !as_json,
+        crate::starting::Finish::Keep,
+        only,
+    )
+    .await
+    {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
     report::say_project_hint(&registry, &ctx.turn());
     let body = async {
         if turn.shown().exposure == Exposure::Index {
@@ -412,9 +441,21 @@ pub(crate) async fn invoke(
             .map(|c| c.id.as_str())
             .collect();
         let wanted = id.to_string();
+        // Only the provider named was started: a misspelt provider is
+        // matched against the ids the turn selects, a misspelt tool against
+        // the started provider's capabilities.
+        let selection =
+            spear_capabilities::selection::select(&registry, &ctx.turn(), &Audit::null());
+        let providers: Vec<&str> = selection.selected().collect();
+        let near_provider = (!providers.contains(&id.provider.as_str()))
+            .then(|| closest(&id.provider, &providers))
+            .flatten()
+            .map(|p| format!("{p}/{}", id.tool));
         let hint = (answer.status == AnswerStatus::Refused && !shown.contains(&wanted.as_str()))
             .then(|| {
-                let near = closest(&wanted, &shown)
+                let near = near_provider
+                    .as_deref()
+                    .or_else(|| closest(&wanted, &shown))
                     .map_or_else(|| ".".to_owned(), |c| format!("; did you mean `{c}`?"));
                 format!(
                     "No capability `{wanted}` reaches this turn{near} `spear-capabilities list` with the same flags shows the ones that do."

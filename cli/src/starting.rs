@@ -22,7 +22,7 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
-use spear_capabilities::{ProviderState, Session, Turn, TurnContext};
+use spear_capabilities::{ProviderState, Session, Turn};
 
 use crate::view::{colour_on, printable, state_line, status_style};
 
@@ -52,16 +52,17 @@ pub(crate) enum Finish {
     Clear,
 }
 
-/// Begins a turn in `context` as [`Session::begin_turn`] does, showing each
-/// provider's state on standard error as it changes.
+/// Awaits `begin`, the beginning of a turn of `session`
+/// ([`Session::begin_turn`]), showing each provider's state on standard
+/// error as it changes.
 pub(crate) async fn begin_turn(
     session: &Session,
-    context: TurnContext,
+    begin: impl Future<Output = Turn>,
     finish: Finish,
     wait: Option<Duration>,
 ) -> Turn {
     let mut display = Display::new(finish, wait);
-    let mut begin = std::pin::pin!(session.begin_turn(context));
+    let mut begin = std::pin::pin!(begin);
     let mut poll = tokio::time::interval(POLL);
     poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {

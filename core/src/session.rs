@@ -284,7 +284,23 @@ impl Session {
     /// selection is audited as soon as it is made.
     pub async fn begin_turn(&self, context: TurnContext) -> Turn {
         let n = self.inner.turns.fetch_add(1, Ordering::Relaxed) + 1;
-        Turn::begin(Arc::clone(&self.inner), n, &context).await
+        Turn::begin(Arc::clone(&self.inner), n, &context, None).await
+    }
+
+    /// Begins a turn as [`Session::begin_turn`] does, but gets going only
+    /// those of the providers it selects that `providers` names: an
+    /// operator's one call (`spear-capabilities invoke time/...`) starts
+    /// the provider it calls and no other. The selection is made and
+    /// audited whole, every candidate with its decision; the others are
+    /// neither started nor offered, nor named unavailable (nothing is
+    /// known of them), so the turn's family and its exposure record hold
+    /// only the providers named.
+    ///
+    /// # Cancel safety
+    /// As [`Session::begin_turn`].
+    pub async fn begin_turn_starting_only(&self, context: TurnContext, providers: &[&str]) -> Turn {
+        let n = self.inner.turns.fetch_add(1, Ordering::Relaxed) + 1;
+        Turn::begin(Arc::clone(&self.inner), n, &context, Some(providers)).await
     }
 
     /// Starts, in the background, the providers a turn in `context` would

@@ -171,8 +171,14 @@ enum Resolved<'a> {
 impl Turn {
     /// Selects the turn's providers, gets them going (a start, a restart),
     /// waits for them as a turn does, and builds what the turn is shown;
-    /// audits the choice and the exposure.
-    pub(crate) async fn begin(session: Arc<Inner>, number: u64, context: &TurnContext) -> Turn {
+    /// audits the choice and the exposure. With `only`, the selected
+    /// providers it does not name are left alone and out of the family.
+    pub(crate) async fn begin(
+        session: Arc<Inner>,
+        number: u64,
+        context: &TurnContext,
+        only: Option<&[&str]>,
+    ) -> Turn {
         let id = number.to_string();
         let audit = session.audit.for_turn(id.clone());
         let mut turn = Turn {
@@ -224,6 +230,7 @@ impl Turn {
         let inner = &turn.session;
         let slots: Vec<Arc<Slot>> = selection
             .selected()
+            .filter(|id| only.is_none_or(|only| only.contains(id)))
             .filter_map(|id| inner.slot(id))
             .collect();
         for slot in &slots {

@@ -423,3 +423,42 @@ async fn without_a_start_wait_a_start_gets_its_entrys_timeout() {
     assert_eq!(b.connector.start_timeouts(), [Duration::from_secs(2)]);
     s.close().await;
 }
+
+/// Issue 33.3: a turn begun for one provider starts that one only; the
+/// selection is still audited whole, and the others are neither offered
+/// nor named unavailable.
+#[tokio::test]
+async fn a_turn_begun_for_one_provider_starts_only_that_one() {
+    let b = Bench::new(json!([
+        {"id": "a", "scope": "global"},
+        {"id": "b", "scope": "global"}
+    ]));
+    for id in ["a", "b"] {
+        b.provider(id).add_simple_tool("t", "x", &[]);
+    }
+    let s = b.session(Arc::new(Auto));
+    let t = s.begin_turn_starting_only(implementation(), &["b"]).await;
+    assert_eq!(b.connector.connects(), ["b"]);
+    let ids: Vec<_> = t
+        .shown()
+        .capabilities
+        .iter()
+        .map(|c| c.id.as_str())
+        .collect();
+    assert_eq!(ids, ["b/t"]);
+    assert!(t.shown().unavailable.is_empty());
+    let selected = b.sink.named("capability_family_selected");
+    let candidates: Vec<(&str, bool)> = selected[0]["candidates"]
+        .as_array()
+        .expect("candidates")
+        .iter()
+        .map(|c| (c["provider"].as_str().unwrap_or(""), c["selected"] == true))
+        .collect();
+    assert_eq!(candidates, [("a", true), ("b", true)]);
+    assert_eq!(s.provider_states().len(), 1, "only `b` has a state");
+    // A later turn of the same session starts the rest as usual.
+    let all = s.begin_turn(implementation()).await;
+    assert_eq!(all.shown().capabilities.len(), 2);
+    assert_eq!(b.connector.connects(), ["b", "a"]);
+    s.close().await;
+}
