@@ -264,6 +264,8 @@ struct Started {
     not_tools: Vec<(String, String)>,
     /// Names in `read` that the server does not offer.
     read_not_offered: Vec<String>,
+    /// The server declares it offers no tools at all.
+    declares_no_tools: bool,
 }
 
 /// One tool as the operator reads it.
@@ -364,6 +366,7 @@ impl Started {
         Started {
             info,
             ready_in_ms,
+            declares_no_tools: offered.declares_no_tools,
             tools,
             not_tools: offered
                 .rejected
@@ -388,6 +391,7 @@ impl Started {
             })).collect::<Vec<_>>(),
             "not_tools": self.not_tools.iter().map(|(name, reason)| json!({"name": name, "reason": reason})).collect::<Vec<_>>(),
             "read_not_offered": self.read_not_offered,
+            "declares_no_tools": self.declares_no_tools,
         })
     }
 
@@ -397,7 +401,11 @@ impl Started {
             info_line(&self.info),
             self.ready_in_ms
         )?;
-        out!("tools: {}", self.tools.len())?;
+        if self.declares_no_tools {
+            out!("tools: none: the server declares no tools (a provider with no capabilities)")?;
+        } else {
+            out!("tools: {}", self.tools.len())?;
+        }
         for t in &self.tools {
             let name = printable(&t.name, 200);
             let about = [t.title.as_deref(), t.description.as_deref()]

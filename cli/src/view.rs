@@ -43,6 +43,17 @@ pub(crate) fn printable(text: &str, max: usize) -> String {
 pub(crate) fn state_line(state: &ProviderState) -> (&'static str, String) {
     match state {
         ProviderState::Ready {
+            started_in,
+            declares_no_tools: true,
+            ..
+        } => (
+            "ok",
+            format!(
+                "ready in {} ms, declares no tools (a provider with no capabilities)",
+                started_in.as_millis()
+            ),
+        ),
+        ProviderState::Ready {
             started_in, tools, ..
         } => (
             "ok",
@@ -154,10 +165,12 @@ pub(crate) fn state_json(id: &str, state: &ProviderState) -> Value {
         ProviderState::Ready {
             started_in,
             tools,
+            declares_no_tools,
             info,
         } => {
             v["started_in_ms"] = json!(u64::try_from(started_in.as_millis()).unwrap_or(u64::MAX));
             v["tools"] = json!(tools);
+            v["declares_no_tools"] = json!(declares_no_tools);
             v["info"] = info_json(info);
         }
         ProviderState::Unavailable { reason, message } => {

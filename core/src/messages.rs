@@ -215,6 +215,14 @@ pub fn notice_unavailable(provider: &str, reason: UnavailableReason) -> String {
     }
 }
 
+/// The session's notice that a provider declares it offers no tools at
+/// all, said once a start: it is there, and has nothing to call.
+pub fn notice_declares_no_tools(provider: &str) -> String {
+    format!(
+        "External capability provider `{provider}` declares no tools: it has no capabilities to offer."
+    )
+}
+
 /// The session's notice that a provider a turn could not have is ready
 /// (it finished starting, or it was started again), said once.
 pub fn notice_available(provider: &str) -> String {

@@ -94,6 +94,12 @@ pub struct ToolList {
     /// Entries that are not a tool at all (not an object, no name), with the
     /// reason; the gateway records them with its own rejections.
     pub rejected: Vec<RejectedTool>,
+    /// The provider declares that it offers no tools at all (an MCP server
+    /// without the `tools` capability), which is not the same as a listing
+    /// that came back empty: it is a provider with no capabilities, and the
+    /// gateway says so in those words.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub declares_no_tools: bool,
 }
 
 impl ToolList {
@@ -102,6 +108,15 @@ impl ToolList {
         Self {
             tools,
             rejected: Vec::new(),
+            declares_no_tools: false,
+        }
+    }
+
+    /// The list of a provider that declares it offers no tools.
+    pub fn declared_none() -> Self {
+        Self {
+            declares_no_tools: true,
+            ..Self::default()
         }
     }
 

@@ -244,7 +244,7 @@ impl McpProvider {
 
     async fn list_pages(&self) -> Result<ToolList, Failure> {
         if !self.offers_tools {
-            return Ok(ToolList::default());
+            return Ok(ToolList::declared_none());
         }
         let mut listing = Listing::default();
         let mut seen = HashSet::new();

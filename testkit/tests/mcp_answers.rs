@@ -196,6 +196,8 @@ async fn a_server_without_the_tools_capability_is_never_sent_tools_list() {
             list.tools.is_empty() && list.rejected.is_empty(),
             "{list:?}"
         );
+        // Said as such, not as a listing that came back empty (issue 35.2).
+        assert!(list.declares_no_tools, "{list:?}");
         let info = p.describe();
         let detail = info.details.iter().find(|(k, _)| k == "tools_capability");
         assert_eq!(

@@ -230,6 +230,9 @@ impl Slot {
         }
         match outcome {
             Ok(ready) => {
+                if ready.declares_no_tools {
+                    inner.notice(messages::notice_declares_no_tools(&self.entry.id));
+                }
                 state.phase = Phase::Ready(Arc::new(ready));
                 if std::mem::take(&mut state.missed) && !state.said_back {
                     state.said_back = true;
@@ -365,6 +368,7 @@ impl Slot {
         Some(ProviderState::Ready {
             started_in: ready.started_in,
             tools: ready.tools.len(),
+            declares_no_tools: ready.declares_no_tools,
             info: ready.provider.describe(),
         })
     }
@@ -412,6 +416,7 @@ async fn start(inner: &Inner, slot: &Slot) -> Result<Ready, Error> {
             return Err(e);
         }
     };
+    let declares_no_tools = listed.declares_no_tools;
     // Vetting compiles the listing's patterns: bounded work, but off the
     // runtime's I/O threads.
     let owned = entry.clone();
@@ -456,6 +461,7 @@ async fn start(inner: &Inner, slot: &Slot) -> Result<Ready, Error> {
         provider,
         tools: admission.tools,
         started_in: began.elapsed(),
+        declares_no_tools,
         ended: OnceLock::new(),
     })
 }

@@ -19,6 +19,8 @@ pub(crate) struct Ready {
     pub(crate) provider: Arc<dyn Provider>,
     pub(crate) tools: Vec<Tool>,
     pub(super) started_in: Duration,
+    /// Its provider declares it offers no tools at all.
+    pub(super) declares_no_tools: bool,
     /// How this incarnation ended, once it has: every turn that admitted it
     /// sees it, and none of its calls goes to a later incarnation.
     pub(super) ended: OnceLock<Ended>,
@@ -60,6 +62,10 @@ pub enum ProviderState {
         started_in: Duration,
         /// How many usable tools it has.
         tools: usize,
+        /// It declares it offers no tools at all (an MCP server without
+        /// the `tools` capability): a provider with no capabilities, not
+        /// one whose listing came back empty.
+        declares_no_tools: bool,
         /// What its kind says of it ([`Provider::describe`], asked when the
         /// state is read): e.g. an MCP server's name, version and protocol.
         /// For the operator only: a turn is never shown any of it.
