@@ -234,3 +234,82 @@ fn the_wait_transcript_is_what_list_prints() {
     }
     assert_eq!(runs, 2);
 }
+
+/// The registry-editing transcript (issue 33.2 and its done-when): `add`,
+/// `get --start` and `remove`, run in a fresh folder whose
+/// `target/debug/spear-example-server` is the built example server, print
+/// the lines the README shows (`...` stands for lines left out).
+#[test]
+fn the_registry_edit_transcript_is_what_add_get_and_remove_print() {
+    let text = blocks("text")
+        .into_iter()
+        .find(|b| b.starts_with("$ spear-capabilities add notes"))
+        .expect("add block");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cli = Path::new(env!("CARGO_BIN_EXE_spear-capabilities"));
+    let debug = dir.path().join("target/debug");
+    std::fs::create_dir_all(&debug).expect("mkdir");
+    std::os::unix::fs::symlink(
+        cli.with_file_name("spear-example-server"),
+        debug.join("spear-example-server"),
+    )
+    .expect("symlink");
+    let mut runs = Vec::new();
+    for part in text.split("$ spear-capabilities ").skip(1) {
+        let (command, expected) = part.split_once('\n').expect("a command line");
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(format!("'{}' {command}", cli.display()))
+            .current_dir(dir.path())
+            .env_remove("SPEAR_CAPABILITIES_FILE")
+            .env_remove("NO_COLOR")
+            .output()
+            .expect("runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{command}: {stdout}");
+        for line in expected.lines().filter(|l| *l != "...") {
+            // The time a start took differs from run to run.
+            let line = line.split(" (ready in ").next().unwrap_or(line);
+            assert!(
+                stdout.contains(line),
+                "{command}: missing {line:?} in:\n{stdout}"
+            );
+        }
+        runs.push(command.split(' ').next().unwrap_or_default().to_owned());
+    }
+    assert_eq!(runs, ["add", "get", "remove"]);
+}
+
+/// The completion and manual page commands the README names run, and
+/// what they print names the program.
+#[test]
+fn the_completion_and_manual_examples_run() {
+    let block = blocks("sh")
+        .into_iter()
+        .find(|b| b.starts_with("spear-capabilities completions"))
+        .expect("completions block");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cli = env!("CARGO_BIN_EXE_spear-capabilities");
+    let mut lines = block.lines();
+    let completions = lines.next().expect("completions");
+    let (command, _to) = completions.split_once(" > ").expect("a redirection");
+    let args: Vec<&str> = command.split(' ').skip(1).collect();
+    assert_eq!(args, ["completions", "bash"]);
+    let out = Command::new(cli).args(&args).output().expect("runs");
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("spear-capabilities"));
+    let man = lines.next().expect("man");
+    let args: Vec<&str> = man.split(' ').skip(1).collect();
+    assert_eq!(args[..2], ["man", "--dir"]);
+    let out = Command::new(cli)
+        .args(["man", "--dir"])
+        .arg(dir.path())
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(dir.path().join("spear-capabilities.1").exists());
+}
