@@ -74,6 +74,28 @@ async fn open(
     Ok((session, turn, registry))
 }
 
+/// [`open`] for the commands whose standard output is the turn's (`turn`,
+/// `invoke`): the registry's refused entries (unless `--json`) and the
+/// project hint go to standard error, and the live display's lines stay.
+async fn open_as_turn(
+    ctx: &ContextArgs,
+    mode: Arc<dyn PermissionMode>,
+    as_json: bool,
+    only: Option<&str>,
+) -> Result<(Session, Turn, Arc<Registry>), ExitCode> {
+    let opened = open(
+        ctx,
+        mode,
+        as_json,
+        !as_json,
+        crate::starting::Finish::Keep,
+        only,
+    )
+    .await?;
+    report::say_project_hint(&opened.2, &ctx.turn());
+    Ok(opened)
+}
+
 fn exposure_name(e: Exposure) -> &'static str {
     match e {
         Exposure::Whole => "whole",
@@ -175,20 +197,10 @@ pub(crate) async fn turn(
     as_json: bool,
 ) -> ExitCode {
     let (mode, confirmations) = permission(mode, confirm);
-    let (session, turn, registry) = match open(
-        ctx,
-        mode,
-        as_json,
-        !as_json,
-        crate::starting::Finish::Keep,
-        None,
-    )
-    .await
-    {
+    let (session, turn, registry) = match open_as_turn(ctx, mode, as_json, None).await {
         Ok(x) => x,
         Err(code) => return code,
     };
-    report::say_project_hint(&registry, &ctx.turn());
     let body = async {
         let shown = turn.shown();
         if as_json {
@@ -402,20 +414,10 @@ pub(crate) async fn invoke(
     // Only the provider called is started: the others' starts (an npx
     // download, say) are not this command's to wait for.
     let only = Some(id.provider.as_str());
-    let (session, turn, registry) = match open(
-        ctx,
-        mode,
-        as_json,
-        !as_json,
-        crate::starting::Finish::Keep,
-        only,
-    )
-    .await
-    {
+    let (session, turn, registry) = match open_as_turn(ctx, mode, as_json, only).await {
         Ok(x) => x,
         Err(code) => return code,
     };
-    report::say_project_hint(&registry, &ctx.turn());
     let body = async {
         if turn.shown().exposure == Exposure::Index {
             // The operator has nothing to read first: describe on their behalf.

@@ -6,10 +6,9 @@
 
 mod common;
 
-use common::{cli, on_a_terminal, sibling, text};
+use common::{cli, on_a_terminal, on_registry, sibling, text};
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
 
 use serde_json::json;
 
@@ -29,26 +28,18 @@ fn registry(dir: &Path) -> PathBuf {
     file
 }
 
-/// Runs the CLI's `args`, then `--capabilities FILE --project demo`.
-fn run(file: &Path, args: &[&str]) -> Output {
-    let mut all = args.to_vec();
-    all.extend(["--capabilities", file.to_str().expect("utf-8")]);
-    all.extend(["--project", "demo"]);
-    cli(&all)
-}
-
 #[test]
 fn list_waits_for_a_start_longer_than_its_timeout_only_when_asked() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = registry(dir.path());
-    let out = run(&file, &["list"]);
+    let out = on_registry(&file, &["list"]);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert!(
         stdout.contains("failed   cold: unavailable (timed_out)"),
         "{stdout}"
     );
-    let out = run(&file, &["list", "--wait", "30"]);
+    let out = on_registry(&file, &["list", "--wait", "30"]);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
     assert!(stdout.contains("ok       cold: ready in "), "{stdout}");
@@ -59,7 +50,7 @@ fn list_waits_for_a_start_longer_than_its_timeout_only_when_asked() {
 fn invoke_and_turn_wait_for_a_cold_start_and_calls_keep_their_timeout() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = registry(dir.path());
-    let out = run(
+    let out = on_registry(
         &file,
         &["invoke", "cold/echo", r#"{"text": "warm"}"#, "--wait", "30"],
     );
@@ -67,7 +58,7 @@ fn invoke_and_turn_wait_for_a_cold_start_and_calls_keep_their_timeout() {
     assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
     assert!(stdout.contains("warm"), "{stdout}");
     // A call still gets the entry's 1 s, however long the start may take.
-    let out = run(
+    let out = on_registry(
         &file,
         &["invoke", "cold/sleep", r#"{"ms": 3000}"#, "--wait", "30"],
     );
@@ -77,7 +68,7 @@ fn invoke_and_turn_wait_for_a_cold_start_and_calls_keep_their_timeout() {
         stdout.starts_with("`cold/sleep` took longer than its 1 s timeout"),
         "{stdout}"
     );
-    let out = run(
+    let out = on_registry(
         &file,
         &["turn", "--wait", "30", "--command", "spear-capability list"],
     );
@@ -115,12 +106,13 @@ fn get_start_waits_for_a_cold_start_only_when_asked() {
 fn a_terminal_is_told_the_start_is_waited_for_and_how_long() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = registry(dir.path());
+    let path = file.to_str().expect("utf-8");
     let screen = on_a_terminal(&[
         "list",
         "--wait",
         "30",
         "--capabilities",
-        file.to_str().expect("utf-8"),
+        path,
         "--project",
         "demo",
     ]);

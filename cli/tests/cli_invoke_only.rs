@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{cli, sibling, text};
+use common::{on_registry, sibling, text};
 
 use std::path::{Path, PathBuf};
 
@@ -42,17 +42,16 @@ fn invoke_starts_only_the_provider_it_calls() {
     let starts = dir.path().join("other-starts");
     let file = registry(dir.path(), &starts);
     let audit = dir.path().join("audit.jsonl");
-    let out = cli(&[
-        "invoke",
-        "notes/echo",
-        r#"{"text": "only me"}"#,
-        "--capabilities",
-        file.to_str().expect("utf-8"),
-        "--project",
-        "demo",
-        "--audit",
-        audit.to_str().expect("utf-8"),
-    ]);
+    let out = on_registry(
+        &file,
+        &[
+            "invoke",
+            "notes/echo",
+            r#"{"text": "only me"}"#,
+            "--audit",
+            audit.to_str().expect("utf-8"),
+        ],
+    );
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
     assert!(stdout.contains("only me"), "{stdout}");
@@ -100,15 +99,7 @@ fn list_still_starts_every_selected_provider() {
     let dir = tempfile::tempdir().expect("tempdir");
     let starts = dir.path().join("other-starts");
     let file = registry(dir.path(), &starts);
-    let out = cli(&[
-        "list",
-        "--capabilities",
-        file.to_str().expect("utf-8"),
-        "--project",
-        "demo",
-        "--wait",
-        "30",
-    ]);
+    let out = on_registry(&file, &["list", "--wait", "30"]);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
     assert!(stdout.contains("ok       other: ready in "), "{stdout}");
@@ -120,14 +111,7 @@ fn a_misspelt_provider_starts_nothing_and_gets_the_nearest_id() {
     let dir = tempfile::tempdir().expect("tempdir");
     let starts = dir.path().join("other-starts");
     let file = registry(dir.path(), &starts);
-    let out = cli(&[
-        "invoke",
-        "nots/echo",
-        "--capabilities",
-        file.to_str().expect("utf-8"),
-        "--project",
-        "demo",
-    ]);
+    let out = on_registry(&file, &["invoke", "nots/echo"]);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert_eq!(

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{cli, sibling, text};
+use common::{cli, on_registry, sibling, text};
 
 use std::path::{Path, PathBuf};
 
@@ -36,8 +36,7 @@ fn registry(dir: &Path) -> PathBuf {
 fn list_says_a_provider_declares_no_tools() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = registry(dir.path());
-    let path = file.to_str().expect("utf-8");
-    let out = cli(&["list", "--capabilities", path, "--project", "demo"]);
+    let out = on_registry(&file, &["list"]);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
     assert!(
@@ -45,14 +44,7 @@ fn list_says_a_provider_declares_no_tools() {
             && stdout.contains(" ms, declares no tools (a provider with no capabilities)\n"),
         "{stdout}"
     );
-    let out = cli(&[
-        "list",
-        "--capabilities",
-        path,
-        "--project",
-        "demo",
-        "--json",
-    ]);
+    let out = on_registry(&file, &["list", "--json"]);
     let v: Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(v["providers"][0]["declares_no_tools"], true, "{v}");
     assert_eq!(v["providers"][0]["tools"], 0, "{v}");
@@ -81,15 +73,7 @@ fn get_start_says_the_server_declares_no_tools() {
 fn the_turns_notice_says_the_provider_declares_no_tools() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = registry(dir.path());
-    let out = cli(&[
-        "turn",
-        "--capabilities",
-        file.to_str().expect("utf-8"),
-        "--project",
-        "demo",
-        "--command",
-        "spear-capability list",
-    ]);
+    let out = on_registry(&file, &["turn", "--command", "spear-capability list"]);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
     assert!(

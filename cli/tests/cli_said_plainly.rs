@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{cli, sibling, text};
+use common::{on_registry, sibling, text};
 
 use std::path::{Path, PathBuf};
 
@@ -27,15 +27,7 @@ fn registry(dir: &Path, timeout: f64) -> PathBuf {
 fn a_call_that_times_out_names_the_call_and_its_limit() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = registry(dir.path(), 1.0);
-    let out = cli(&[
-        "invoke",
-        "fix/sleep",
-        r#"{"ms": 4000}"#,
-        "--capabilities",
-        file.to_str().expect("utf-8"),
-        "--project",
-        "demo",
-    ]);
+    let out = on_registry(&file, &["invoke", "fix/sleep", r#"{"ms": 4000}"#]);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
     assert!(
@@ -50,17 +42,16 @@ fn a_call_that_times_out_names_the_call_and_its_limit() {
 fn a_refusal_of_arguments_by_the_schema_is_said_plainly_not_framed() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = registry(dir.path(), 10.0);
-    let out = cli(&[
-        "turn",
-        "--capabilities",
-        file.to_str().expect("utf-8"),
-        "--project",
-        "demo",
-        "--command",
-        "spear-capability describe fix/sleep",
-        "--command",
-        r#"spear-capability invoke fix/sleep '{"ms": "long"}'"#,
-    ]);
+    let out = on_registry(
+        &file,
+        &[
+            "turn",
+            "--command",
+            "spear-capability describe fix/sleep",
+            "--command",
+            r#"spear-capability invoke fix/sleep '{"ms": "long"}'"#,
+        ],
+    );
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
     let answer = stdout

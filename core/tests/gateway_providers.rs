@@ -6,7 +6,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{Bench, implementation};
+use common::{Bench, implementation, shown_ids};
 use serde_json::json;
 use spear_capabilities::session::TIMEOUT_GRACE;
 use spear_capabilities::{
@@ -63,13 +63,7 @@ async fn providers_start_concurrently_and_a_slow_one_keeps_starting_beyond_the_t
         took < Duration::from_secs(4),
         "bounded by the slow one's timeout plus grace: {took:?}"
     );
-    let ids: Vec<_> = t
-        .shown()
-        .capabilities
-        .iter()
-        .map(|c| c.id.as_str())
-        .collect();
-    assert_eq!(ids, ["a/t", "b/t"]);
+    assert_eq!(shown_ids(&t), ["a/t", "b/t"]);
     assert_eq!(t.shown().unavailable[0].provider, "slow");
     assert_eq!(t.shown().unavailable[0].reason, UnavailableReason::Starting);
     // It keeps starting in the background up to its start budget, and only
@@ -398,13 +392,7 @@ async fn a_start_wait_lets_a_slow_start_finish_and_the_turn_waits_for_it() {
         Duration::from_secs(30),
         "waited for the start"
     );
-    let ids: Vec<_> = t
-        .shown()
-        .capabilities
-        .iter()
-        .map(|c| c.id.as_str())
-        .collect();
-    assert_eq!(ids, ["cold/t"]);
+    assert_eq!(shown_ids(&t), ["cold/t"]);
     assert_eq!(b.connector.start_timeouts(), [Duration::from_secs(60)]);
     assert!(s.take_notices().is_empty(), "never said unavailable");
     s.close().await;
@@ -439,13 +427,7 @@ async fn a_turn_begun_for_one_provider_starts_only_that_one() {
     let s = b.session(Arc::new(Auto));
     let t = s.begin_turn_starting_only(implementation(), &["b"]).await;
     assert_eq!(b.connector.connects(), ["b"]);
-    let ids: Vec<_> = t
-        .shown()
-        .capabilities
-        .iter()
-        .map(|c| c.id.as_str())
-        .collect();
-    assert_eq!(ids, ["b/t"]);
+    assert_eq!(shown_ids(&t), ["b/t"]);
     assert!(t.shown().unavailable.is_empty());
     let selected = b.sink.named("capability_family_selected");
     let candidates: Vec<(&str, bool)> = selected[0]["candidates"]

@@ -57,3 +57,12 @@ pub fn on_a_terminal(args: &[&str]) -> String {
         .expect("util-linux `script` runs");
     text(&out.stdout)
 }
+
+/// Runs the CLI with `args`, then `--capabilities FILE --project demo`: a
+/// turn in project `demo` over the registry `file`.
+pub fn on_registry(file: &Path, args: &[&str]) -> Output {
+    let mut all = args.to_vec();
+    all.extend(["--capabilities", file.to_str().expect("utf-8")]);
+    all.extend(["--project", "demo"]);
+    cli(&all)
+}

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use spear_capabilities::{
-    Audit, PermissionMode, Registry, Session, SessionOptions, TaskKind, TurnContext,
+    Audit, PermissionMode, Registry, Session, SessionOptions, TaskKind, Turn, TurnContext,
 };
 use spear_testkit::{MockConnector, MockHandle, MockProvider, RecordingSink};
 
@@ -73,4 +73,13 @@ pub fn implementation() -> TurnContext {
 /// A turn of `task` in project `fw`.
 pub fn turn(task: TaskKind) -> TurnContext {
     TurnContext::new("/srv/fw", task).with_project("fw")
+}
+
+/// The ids of the capabilities `t` is shown, in order.
+pub fn shown_ids(t: &Turn) -> Vec<&str> {
+    t.shown()
+        .capabilities
+        .iter()
+        .map(|c| c.id.as_str())
+        .collect()
 }
