@@ -444,3 +444,36 @@ async fn a_turn_begun_for_one_provider_starts_only_that_one() {
     assert_eq!(b.connector.connects(), ["b", "a"]);
     s.close().await;
 }
+
+/// Issue 35.2: a provider that declares it offers no tools is ready with
+/// no capabilities, and said to be one (the operator's state, the
+/// session's notice once), not an empty family in silence.
+#[tokio::test]
+async fn a_provider_that_declares_no_tools_is_said_to_have_no_capabilities() {
+    let b = Bench::new(json!([
+        {"id": "bare", "scope": "global"},
+        {"id": "notes", "scope": "global"}
+    ]));
+    b.provider("bare").declare_no_tools();
+    b.provider("notes").add_simple_tool("t", "x", &[]);
+    let s = b.session(Arc::new(Auto));
+    let t = s.begin_turn(implementation()).await;
+    assert_eq!(shown_ids(&t), ["notes/t"]);
+    assert!(t.shown().unavailable.is_empty());
+    assert!(matches!(
+        s.provider_states()[0].1,
+        spear_capabilities::ProviderState::Ready {
+            tools: 0,
+            declares_no_tools: true,
+            ..
+        }
+    ));
+    assert_eq!(
+        s.take_notices(),
+        ["External capability provider `bare` declares no tools: it has no capabilities to offer."]
+    );
+    let again = s.begin_turn(implementation()).await;
+    assert_eq!(shown_ids(&again), ["notes/t"]);
+    assert!(s.take_notices().is_empty(), "said once");
+    s.close().await;
+}

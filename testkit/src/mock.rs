@@ -68,6 +68,8 @@ struct State {
     latency: Duration,
     tool_latency: HashMap<String, Duration>,
     list_failure: Option<MockFailure>,
+    /// It declares it offers no tools at all ([`ToolList::declared_none`]).
+    declares_no_tools: bool,
     calls: Vec<CallRequest>,
     lists: usize,
     shutdowns: usize,
@@ -162,6 +164,14 @@ impl MockHandle {
         self
     }
 
+    /// Makes it declare that it offers no tools at all, as an MCP server
+    /// without the `tools` capability: its listing is
+    /// [`ToolList::declared_none`].
+    pub fn declare_no_tools(&self) -> &Self {
+        self.lock().declares_no_tools = true;
+        self
+    }
+
     /// Makes `list_tools` fail with `failure`.
     pub fn fail_list(&self, failure: MockFailure) -> &Self {
         self.lock().list_failure = Some(failure);
@@ -227,6 +237,7 @@ impl Provider for MockProvider {
                     provider: self.id.clone(),
                 }),
                 (Some(f), false) => Err(f.to_error(&self.id, "")),
+                (None, false) if s.declares_no_tools => Ok(ToolList::declared_none()),
                 (None, false) => {
                     Ok(ToolList::new(s.tools.clone()).with_rejected(s.rejected.clone()))
                 }
