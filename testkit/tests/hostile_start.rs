@@ -5,7 +5,9 @@
 
 mod gateway;
 
-use gateway::{Bench, assert_nothing_private, assert_unavailable, bench, fixture, invoke};
+use gateway::{
+    Bench, assert_nothing_private, assert_unavailable, bench, bench_with, fixture, invoke,
+};
 use serde_json::json;
 use spear_capabilities::{AnswerStatus, Exposure};
 use spear_testkit::ours;
@@ -56,6 +58,39 @@ async fn no_answer_at_all_times_out_within_the_entry_timeout() {
     let message = left_out(&b, "timed out", "timed_out").await;
     assert!(message.contains("timed out after 1s"), "{message}");
     assert!(began.elapsed().as_secs() < 10, "{:?}", began.elapsed());
+    b.session.close().await;
+}
+
+/// 3.6.1 "commands and server names are not public material": a server
+/// whose command cannot start is named to the turn by its id only; the
+/// program, its arguments and its `env` values reach the audit trail's
+/// reason, never what the turn is shown or answered.
+#[tokio::test]
+async fn a_command_that_cannot_start_is_told_to_the_audit_trail_never_to_the_turn() {
+    let program = "/nonexistent/deploy-secret/tracker-mcp";
+    let b = bench_with(
+        fixture(&[]),
+        10.0,
+        json!({"command": [program, "--token-file", "/etc/deploy-secret/token"],
+               "env": {"TRACKER_TOKEN": "s3cr3t-value"}}),
+    );
+    let message = left_out(&b, "did not start", "did_not_start").await;
+    assert!(message.contains(program), "the operator is told: {message}");
+    let turn = b.turn().await;
+    let mut seen = vec![turn.shown().text.clone()];
+    for line in [
+        "spear-capability list",
+        "spear-capability describe hostile/echo",
+        "spear-capability invoke hostile/echo '{}'",
+    ] {
+        seen.push(ours(&turn, line).await.text);
+    }
+    for text in seen {
+        for private in ["deploy-secret", "tracker-mcp", "--token-file", "s3cr3t"] {
+            assert!(!text.contains(private), "{private:?} leaked into {text}");
+        }
+        assert_nothing_private(&text);
+    }
     b.session.close().await;
 }
 
