@@ -340,6 +340,31 @@ async fn turns_of_different_sessions_run_at_once() {
     );
 }
 
+/// DESIGN: turns of different sessions may run at once: four sessions'
+/// calls of 2 s each are answered together, in 2 s rather than 8.
+#[tokio::test(start_paused = true)]
+async fn calls_of_different_sessions_are_answered_together_not_in_turn() {
+    let b = two();
+    b.provider("mail")
+        .add_simple_tool("search", "Search mail.", &["q"])
+        .tool_latency("search", Duration::from_secs(2));
+    let sessions: Vec<_> = (0..4).map(|_| b.session(Arc::new(Auto))).collect();
+    let turns =
+        futures::future::join_all(sessions.iter().map(|s| s.begin_turn(implementation()))).await;
+    let began = tokio::time::Instant::now();
+    let answers = futures::future::join_all(
+        turns
+            .iter()
+            .map(|t| ours(t, "spear-capability invoke mail/search '{\"q\": \"z\"}'")),
+    )
+    .await;
+    assert!(
+        answers.iter().all(|a| a.status == AnswerStatus::Ok),
+        "{answers:?}"
+    );
+    assert_eq!(began.elapsed(), Duration::from_secs(2));
+}
+
 #[tokio::test]
 async fn the_operator_sees_each_providers_state_with_the_full_reason() {
     let b = two();
