@@ -122,6 +122,82 @@ async fn a_huge_schema_is_shown_by_its_names_with_required_first_and_a_note() {
     );
 }
 
+/// A schema whose text is `chars` characters long: one property with a
+/// description of `x`s.
+fn schema_of(chars: usize) -> Value {
+    let with = |pad: usize| json!({"type": "object", "properties": {"q": {"type": "string", "description": "x".repeat(pad)}}});
+    let bare = json_text(&with(0)).chars().count();
+    let schema = with(chars - bare);
+    assert_eq!(json_text(&schema).chars().count(), chars);
+    schema
+}
+
+/// Spec 3.6.3 (issue 32.6): a schema is shown "at most 4000 characters":
+/// one of 4000 is shown as it is; one of 4001 is shortened to at most 4000,
+/// its property's description first, with a note.
+#[tokio::test]
+async fn a_schema_of_4000_characters_is_shown_whole_and_one_of_4001_is_shortened() {
+    for (chars, whole) in [(4000, true), (4001, false)] {
+        let b = Bench::new(json!([{"id": "p", "scope": "global"}]));
+        let schema = schema_of(chars);
+        b.provider("p")
+            .add_tool(ToolSpec::new("search", schema.clone()).with_description("Searches."));
+        let t = b.session(Arc::new(Auto)).begin_turn(implementation()).await;
+        let shown = &t.shown().capabilities[0].schema;
+        assert!(shown.chars().count() <= 4000, "{chars}: {shown}");
+        assert_eq!(*shown == json_text(&schema), whole, "{chars}: {shown}");
+        if !whole {
+            assert!(
+                shown.starts_with(r#"{"properties":{"q":{"description":"xxx"#)
+                    && shown.contains("x…\",\"type\":\"string\"}}")
+                    && shown.contains(" (schema shortened, "),
+                "the description is shortened first, with a note: {shown}"
+            );
+        }
+        let d = ours(&t, "spear-capability describe p/search").await;
+        assert!(d.text.contains(shown.as_str()), "{}", d.text);
+    }
+}
+
+/// Spec 3.6.3: a shortened schema never goes below every property name and
+/// what is required, "up to 32 000 characters": 700 properties (about
+/// 19 000 characters of names) are all shown; 1 500 (about 40 000) are cut
+/// to at most 32 000, with `required` first.
+#[tokio::test]
+async fn every_name_is_shown_up_to_32_000_characters_and_past_them_required_comes_first() {
+    for (count, all) in [(700, true), (1500, false)] {
+        let b = Bench::new(json!([{"id": "p", "scope": "global"}]));
+        let mut properties = Map::new();
+        for i in 0..count {
+            properties.insert(
+                format!("p{i:04}"),
+                json!({"type": "integer", "description": "an integer"}),
+            );
+        }
+        let last = format!("p{:04}", count - 1);
+        let schema = json!({"type": "object", "properties": properties, "required": [last]});
+        b.provider("p")
+            .add_tool(ToolSpec::new("search", schema).with_description("Searches."));
+        let t = b.session(Arc::new(Auto)).begin_turn(implementation()).await;
+        let shown = &t.shown().capabilities[0].schema;
+        let length = shown.chars().count();
+        assert!(length > 4000 && length <= 32_000, "{count}: {length}");
+        let names = (0..count)
+            .filter(|i| shown.contains(&format!("\"p{i:04}\"")))
+            .count();
+        if all {
+            assert_eq!(names, count, "{shown}");
+        } else {
+            assert!(names < count, "{count}: cut");
+            assert!(
+                shown.starts_with(&format!(r#"{{"required":["{last}"]"#)),
+                "{}",
+                &shown[..100]
+            );
+        }
+    }
+}
+
 /// The issue's family: a tool whose schema is 400 properties and a required
 /// `zz_last`, beside one with a 300 000-character description.
 fn wide_and_long() -> (Bench, Value) {
