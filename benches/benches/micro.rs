@@ -94,7 +94,9 @@ fn turn(c: &mut Criterion) {
     );
     let context = TurnContext::new("/bench/tree", TaskKind::Implementation).with_project("p");
     // The first turn starts the providers; the ones measured reuse them.
-    let first = rt.block_on(session.begin_turn(context.clone()));
+    let first = rt
+        .block_on(session.begin_turn(context.clone()))
+        .expect("the turn begins");
     assert_eq!(first.shown().capabilities.len(), PROVIDERS * TOOLS_EACH);
     c.bench_function("turn shown, 5000 capabilities", |b| {
         b.iter(|| black_box(rt.block_on(session.begin_turn(black_box(context.clone())))))

@@ -103,9 +103,10 @@ impl Gateway {
         );
         let turn = session
             .begin_turn(TurnContext::new("/bench/tree", TaskKind::Implementation).with_project("p"))
-            .await;
+            .await
+            .map_err(|e| e.to_string())?;
         if let Some(notice) = session.take_notices().first() {
-            return Err(notice.clone());
+            return Err(notice.text());
         }
         let described = turn
             .answer("spear-capability describe fx/echo")

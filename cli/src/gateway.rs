@@ -71,6 +71,9 @@ async fn open(
     } else {
         begin.await
     };
+    // A session just opened, on the CLI's runtime: neither closed nor
+    // without a runtime, but said, never unwrapped, should it be.
+    let turn = turn.map_err(|e| fail(e.to_string()))?;
     Ok((session, turn, registry))
 }
 
@@ -156,7 +159,7 @@ fn answer_json(command: &str, answer: Option<&Answer>) -> Value {
 fn print_notices(session: &Session, as_json: bool) -> Result<(), Closed> {
     for n in session.take_notices() {
         if as_json {
-            out!("{}", json!({"kind": "notice", "text": n}))?;
+            out!("{}", json!({"kind": "notice", "text": n.text()}))?;
         } else {
             out!("notice: {n}")?;
         }

@@ -22,7 +22,7 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
-use spear_capabilities::{ProviderState, Session, Turn};
+use spear_capabilities::{ProviderState, Session, Turn, TurnError};
 
 use crate::view::{colour_on, printable, state_line, status_style};
 
@@ -57,10 +57,10 @@ pub(crate) enum Finish {
 /// error as it changes.
 pub(crate) async fn begin_turn(
     session: &Session,
-    begin: impl Future<Output = Turn>,
+    begin: impl Future<Output = Result<Turn, TurnError>>,
     finish: Finish,
     wait: Option<Duration>,
-) -> Turn {
+) -> Result<Turn, TurnError> {
     let mut display = Display::new(finish, wait);
     let mut begin = std::pin::pin!(begin);
     let mut poll = tokio::time::interval(POLL);

@@ -184,6 +184,35 @@ impl Error {
     }
 }
 
+/// Why a turn could not begin: it is offered no capability. SPEAR says so
+/// to the turn in its own words, or with [`TurnError::turn_text`].
+///
+/// The audit trail records it as `gateway_absent`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TurnError {
+    /// The session was closed (by this handle or a clone) before the turn
+    /// began, or while its providers were starting.
+    #[error("the session is closed")]
+    SessionClosed,
+    /// No tokio runtime runs where the turn was begun: providers are
+    /// started, timed and stopped on one.
+    #[error(
+        "no tokio runtime is running here: SPEAR's capability gateway needs tokio 1 (multi- or current-thread, with IO and time enabled)"
+    )]
+    NoRuntime,
+}
+
+impl TurnError {
+    /// What a turn may be told of it (plain text, no deployment detail).
+    pub fn turn_text(self) -> &'static str {
+        match self {
+            TurnError::SessionClosed => crate::messages::SESSION_CLOSED,
+            TurnError::NoRuntime => crate::messages::NO_RUNTIME,
+        }
+    }
+}
+
 named! {
     /// The short, public category of a provider failure: all a turn learns of it.
     pub enum UnavailableReason {

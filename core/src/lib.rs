@@ -12,6 +12,7 @@ pub mod framing;
 pub mod kind;
 pub mod messages;
 pub mod names;
+mod notice;
 pub mod permission;
 mod provider;
 pub mod registry;
@@ -27,10 +28,11 @@ pub use audit::{
     Outcome,
 };
 pub use connector::{Connector, KindConnector};
-pub use error::{Error, UnavailableReason};
+pub use error::{Error, TurnError, UnavailableReason};
 pub use exposure::{Class, Exposure, Limits, Shown, ShownCapability, ShownUnavailable};
 pub use kind::{ConnectFuture, ConnectRequest, DEFAULT_KIND, KindSettings, Kinds, ProviderKind};
 pub use names::{Name, UnknownName};
+pub use notice::Notice;
 pub use permission::{Ask, Auto, PermissionMode, ReadOnly, WriteRequest};
 pub use provider::{
     CallRequest, CallResult, Content, Provider, ProviderInfo, RejectedTool, ResourceBody, ToolList,

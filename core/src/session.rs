@@ -18,7 +18,7 @@
 //! };
 //! use spear_testkit::{MockConnector, MockProvider};
 //! # #[tokio::main(flavor = "current_thread")]
-//! # async fn main() -> Result<(), spear_capabilities::Error> {
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! // SPEAR loads the registry once (here from text; usually Registry::load),
 //! // with the provider kinds it links (usually `spear_providers::kinds()`).
 //! let file = br#"{"providers": [
@@ -41,7 +41,7 @@
 //! );
 //! let turn = session
 //!     .begin_turn(TurnContext::new("/src/fw", TaskKind::Implementation).with_project("fw"))
-//!     .await;
+//!     .await?;
 //! assert!(turn.shown().text.contains("notes/get_note (READ)"));
 //!
 //! // Every command line of the turn's terminal goes through `answer` first.
@@ -67,7 +67,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use crate::Error;
 use crate::audit::{Audit, AuditEvent};
 use crate::connector::{Connector, KindConnector};
 use crate::exposure::Limits;
@@ -76,6 +75,7 @@ use crate::registry::Registry;
 use crate::selection::{TurnContext, select};
 use crate::tokens::{EstimatedTokens, TokenCounter};
 use crate::turn::Turn;
+use crate::{Error, Notice, TurnError};
 
 use slot::Slot;
 pub use slot::{
@@ -196,7 +196,7 @@ pub(crate) struct Inner {
     pub(crate) connector: Arc<dyn Connector>,
     pub(crate) audit: Audit,
     slots: Mutex<HashMap<String, Arc<Slot>>>,
-    notices: Mutex<Vec<String>>,
+    notices: Mutex<Vec<Notice>>,
     turns: AtomicU64,
     closed: AtomicBool,
     /// Set by `close`: calls in flight stop waiting at once.
@@ -282,7 +282,13 @@ impl Session {
     /// background (each bounded by its start budget); the next turn that
     /// selects a provider finds it ready, starting or failed. The turn's
     /// selection is audited as soon as it is made.
-    pub async fn begin_turn(&self, context: TurnContext) -> Turn {
+    ///
+    /// # Errors
+    /// A turn that cannot begin is offered nothing, and audited
+    /// (`gateway_absent`): [`TurnError::SessionClosed`] when the session is
+    /// closed (before the turn, or while its providers start),
+    /// [`TurnError::NoRuntime`] outside a tokio runtime.
+    pub async fn begin_turn(&self, context: TurnContext) -> Result<Turn, TurnError> {
         let n = self.inner.turns.fetch_add(1, Ordering::Relaxed) + 1;
         Turn::begin(Arc::clone(&self.inner), n, &context, None).await
     }
@@ -298,7 +304,14 @@ impl Session {
     ///
     /// # Cancel safety
     /// As [`Session::begin_turn`].
-    pub async fn begin_turn_starting_only(&self, context: TurnContext, providers: &[&str]) -> Turn {
+    ///
+    /// # Errors
+    /// As [`Session::begin_turn`].
+    pub async fn begin_turn_starting_only(
+        &self,
+        context: TurnContext,
+        providers: &[&str],
+    ) -> Result<Turn, TurnError> {
         let n = self.inner.turns.fetch_add(1, Ordering::Relaxed) + 1;
         Turn::begin(Arc::clone(&self.inner), n, &context, Some(providers)).await
     }
@@ -336,11 +349,13 @@ impl Session {
     }
 
     /// The notices not read yet: each failed provider is reported once in
-    /// the session's life.
-    pub fn take_notices(&self) -> Vec<String> {
+    /// the session's life, and so is an audit trail that loses records
+    /// (first). Each carries its provider and reason as data;
+    /// [`Notice::text`] words it for the person.
+    pub fn take_notices(&self) -> Vec<Notice> {
         let mut notices = std::mem::take(&mut *lock(&self.inner.notices));
         if let Some(failure) = self.inner.audit.failure_untold() {
-            notices.insert(0, crate::messages::notice_audit_failing(&failure));
+            notices.insert(0, Notice::AuditFailing(failure));
         }
         notices
     }
@@ -444,8 +459,8 @@ impl Inner {
     }
 
     /// Adds a notice for the person (each is said once, by its caller).
-    pub(crate) fn notice(&self, text: String) {
-        lock(&self.notices).push(text);
+    pub(crate) fn notice(&self, notice: Notice) {
+        lock(&self.notices).push(notice);
     }
 
     /// Runs `stop` in the background, for `close` to wait for.

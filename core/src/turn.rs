@@ -36,7 +36,7 @@ use crate::names::named;
 use crate::selection::{TurnContext, select};
 use crate::session::Inner;
 use crate::session::slot::{Ended, Ready, Slot, View};
-use crate::{CallResult, Error, UnavailableReason};
+use crate::{CallResult, TurnError, UnavailableReason};
 
 /// The most characters of a command line the audit trail keeps.
 pub const MAX_AUDIT_COMMAND_CHARS: usize = 1024;
@@ -104,8 +104,6 @@ enum TurnMode {
     Gateway,
     NoGateway,
     NotServed,
-    Closed,
-    NoRuntime,
 }
 
 /// One turn: what it is shown, and the answers to its commands.
@@ -178,7 +176,7 @@ impl Turn {
         number: u64,
         context: &TurnContext,
         only: Option<&[&str]>,
-    ) -> Turn {
+    ) -> Result<Turn, TurnError> {
         let id = number.to_string();
         let audit = session.audit.for_turn(id.clone());
         let mut turn = Turn {
@@ -198,20 +196,10 @@ impl Turn {
             session,
         };
         if turn.session.is_closed() {
-            turn.audit.emit(AuditEvent::GatewayAbsent {
-                reason: "session closed".to_owned(),
-            });
-            turn.mode = TurnMode::Closed;
-            turn.shown.text = messages::SESSION_CLOSED.to_owned();
-            return turn;
+            return Err(turn.cannot_begin(TurnError::SessionClosed));
         }
         if tokio::runtime::Handle::try_current().is_err() {
-            turn.audit.emit(AuditEvent::GatewayAbsent {
-                reason: Error::NoRuntime.to_string(),
-            });
-            turn.mode = TurnMode::NoRuntime;
-            turn.shown.text = messages::NO_RUNTIME.to_owned();
-            return turn;
+            return Err(turn.cannot_begin(TurnError::NoRuntime));
         }
         let selection = select(&turn.session.registry, context, &turn.audit);
         turn.read_only = selection.read_only;
@@ -221,11 +209,11 @@ impl Turn {
             });
             turn.mode = TurnMode::NoGateway;
             turn.shown.text = messages::NO_GATEWAY.to_owned();
-            return turn;
+            return Ok(turn);
         }
         if !selection.class_served {
             turn.mode = TurnMode::NotServed;
-            return turn;
+            return Ok(turn);
         }
         let inner = &turn.session;
         let slots: Vec<Arc<Slot>> = selection
@@ -249,17 +237,23 @@ impl Turn {
             let found = match slot.view(inner) {
                 View::Ready(ready) => Found::Ready(ready),
                 View::Unavailable(reason) => Found::Unavailable(reason),
-                View::Closed => {
-                    turn.mode = TurnMode::Closed;
-                    turn.shown.text = messages::SESSION_CLOSED.to_owned();
-                    return turn;
-                }
+                View::Closed => return Err(turn.cannot_begin(TurnError::SessionClosed)),
             };
             family.push((slot, found));
         }
         turn.family = family;
         turn.expose_family();
-        turn
+        Ok(turn)
+    }
+
+    /// Records why the turn cannot begin, and says it.
+    fn cannot_begin(&self, why: TurnError) -> TurnError {
+        let reason = match why {
+            TurnError::SessionClosed => "session closed".to_owned(),
+            TurnError::NoRuntime => why.to_string(),
+        };
+        self.audit.emit(AuditEvent::GatewayAbsent { reason });
+        why
     }
 
     /// Admits the ready providers' tools (READ only, for a read-only turn),
@@ -385,8 +379,6 @@ impl Turn {
         match self.mode {
             TurnMode::NoGateway => return self.refuse(None, line, messages::NO_GATEWAY),
             TurnMode::NotServed => return self.refuse(None, line, messages::NOT_SERVED),
-            TurnMode::Closed => return self.refuse(None, line, messages::SESSION_CLOSED),
-            TurnMode::NoRuntime => return self.refuse(None, line, messages::NO_RUNTIME),
             TurnMode::Gateway if self.session.is_closed() => {
                 return self.refuse(None, line, messages::SESSION_CLOSED);
             }

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use common::{Bench, implementation};
 use serde_json::json;
 use spear_capabilities::{
-    AnswerStatus, Audit, AuditError, AuditRecord, AuditSink, Auto, Session, SessionOptions,
+    AnswerStatus, Audit, AuditError, AuditRecord, AuditSink, Auto, Notice, Session, SessionOptions,
 };
 use spear_testkit::ours;
 
@@ -48,7 +48,10 @@ async fn a_failing_trail_refuses_writes_lets_reads_on_and_is_said_once() {
             .with_audit(audit.clone())
             .with_connector(b.connector.clone()),
     );
-    let turn = session.begin_turn(implementation()).await;
+    let turn = session
+        .begin_turn(implementation())
+        .await
+        .expect("the turn begins");
     assert!(audit.failure().is_none());
 
     sink.failing.store(true, Ordering::SeqCst);
@@ -80,9 +83,15 @@ async fn a_failing_trail_refuses_writes_lets_reads_on_and_is_said_once() {
     let notices = session.take_notices();
     assert_eq!(notices.len(), 1, "{notices:?}");
     assert!(
-        notices[0].starts_with("The audit trail is failing (")
-            && notices[0].contains("WRITE capabilities are refused"),
+        matches!(&notices[0], Notice::AuditFailing(f) if f.lost >= 1),
         "{notices:?}"
+    );
+    assert_eq!(notices[0].provider(), None);
+    let text = notices[0].text();
+    assert!(
+        text.starts_with("The audit trail is failing (")
+            && text.contains("WRITE capabilities are refused"),
+        "{text}"
     );
     assert!(session.take_notices().is_empty(), "said once");
 

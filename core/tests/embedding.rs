@@ -13,7 +13,7 @@ use futures::future::BoxFuture;
 use serde_json::json;
 use spear_capabilities::{
     AnswerStatus, Ask, AuditRecord, AuditSink, Auto, Error, PermissionMode, ProviderState,
-    WritePolicy, WriteRequest, async_trait,
+    TurnError, WritePolicy, WriteRequest, async_trait,
 };
 use spear_testkit::{MockHandle, ours};
 
@@ -54,7 +54,10 @@ async fn a_dropped_answer_is_recorded_at_every_point_it_can_be_dropped() {
     // Before the person answers: nothing was approved, nothing sent.
     let (b, notes) = bench();
     let s = b.session(Arc::new(person(Duration::from_secs(60), true)));
-    let t = s.begin_turn(implementation()).await;
+    let t = s
+        .begin_turn(implementation())
+        .await
+        .expect("the turn begins");
     drop_after(&t, WRITE, Duration::from_secs(1)).await;
     assert!(b.sink.named("write_approved").is_empty());
     assert!(b.sink.named("capability_invoked").is_empty());
@@ -64,7 +67,10 @@ async fn a_dropped_answer_is_recorded_at_every_point_it_can_be_dropped() {
     // the call are recorded, the call as cancelled.
     let (b, notes) = bench();
     let s = b.session(Arc::new(person(Duration::from_millis(100), true)));
-    let t = s.begin_turn(implementation()).await;
+    let t = s
+        .begin_turn(implementation())
+        .await
+        .expect("the turn begins");
     drop_after(&t, WRITE, Duration::from_millis(300)).await;
     let approved = b.sink.named("write_approved");
     assert_eq!(approved.len(), 1);
@@ -81,7 +87,10 @@ async fn a_dropped_answer_is_recorded_at_every_point_it_can_be_dropped() {
     let (b, notes) = bench();
     notes.tool_latency("get_note", Duration::from_secs(1));
     let s = b.session(Arc::new(Auto));
-    let t = s.begin_turn(implementation()).await;
+    let t = s
+        .begin_turn(implementation())
+        .await
+        .expect("the turn begins");
     drop_after(
         &t,
         "spear-capability invoke notes/get_note '{}'",
@@ -100,7 +109,10 @@ async fn closing_one_clone_closes_the_session_for_every_clone() {
     let (b, notes) = bench();
     let first = b.session(Arc::new(Auto));
     let second = first.clone();
-    let t = first.begin_turn(implementation()).await;
+    let t = first
+        .begin_turn(implementation())
+        .await
+        .expect("the turn begins");
     assert!(!first.is_closed());
     second.close().await;
     assert!(first.is_closed() && second.is_closed());
@@ -113,11 +125,11 @@ async fn closing_one_clone_closes_the_session_for_every_clone() {
         "External capabilities are not available: the session that offered them is closed."
     );
     assert!(notes.calls().is_empty());
-    // A turn of after: offered nothing, told why.
+    // A turn of after cannot begin: an error SPEAR can match, with the
+    // words a turn may be told.
     let later = first.begin_turn(implementation()).await;
-    assert!(later.shown().capabilities.is_empty());
-    assert_eq!(later.shown().text, a.text);
-    assert_eq!(ours(&later, "spear-capability list").await.text, a.text);
+    assert_eq!(later.expect_err("closed"), TurnError::SessionClosed);
+    assert_eq!(TurnError::SessionClosed.turn_text(), a.text);
     // A stop, never a failure; closing again is harmless.
     first.close().await;
     assert_eq!(b.sink.named("provider_stopped").len(), 1);
@@ -140,7 +152,10 @@ async fn a_call_in_flight_when_the_session_closes_is_sent_with_its_outcome_unkno
     let (b, notes) = bench();
     notes.tool_latency("get_note", Duration::from_secs(5));
     let s = b.session(Arc::new(Auto));
-    let t = s.begin_turn(implementation()).await;
+    let t = s
+        .begin_turn(implementation())
+        .await
+        .expect("the turn begins");
     let began = std::time::Instant::now();
     let (answer, ()) = tokio::join!(
         ours(&t, "spear-capability invoke notes/get_note '{}'"),
@@ -174,7 +189,10 @@ async fn a_call_in_flight_when_the_session_closes_is_sent_with_its_outcome_unkno
 async fn a_session_dropped_without_close_records_each_providers_stop() {
     let (b, _notes) = bench();
     let s = b.session(Arc::new(Auto));
-    let t = s.begin_turn(implementation()).await;
+    let t = s
+        .begin_turn(implementation())
+        .await
+        .expect("the turn begins");
     let a = ours(&t, "spear-capability invoke notes/get_note '{}'").await;
     assert_eq!(a.status, AnswerStatus::Ok, "{}", a.text);
     assert!(b.sink.named("provider_stopped").is_empty());
@@ -190,17 +208,21 @@ async fn a_session_dropped_without_close_records_each_providers_stop() {
 }
 
 #[test]
-fn without_a_tokio_runtime_a_turn_is_told_why_and_nothing_panics() {
+fn without_a_tokio_runtime_a_turn_cannot_begin_and_nothing_panics() {
     let (b, _) = bench();
     let s = b.session(Arc::new(Auto));
-    let t = futures::executor::block_on(s.begin_turn(implementation()));
+    let e = futures::executor::block_on(s.begin_turn(implementation()))
+        .expect_err("no runtime: no turn");
+    assert_eq!(e, TurnError::NoRuntime);
     assert_eq!(
-        t.shown().text,
+        e.turn_text(),
         "External capabilities are not available to this turn: SPEAR's capability gateway runs on a tokio runtime, and none is running here."
     );
-    let a = futures::executor::block_on(ours(&t, "spear-capability list"));
-    assert_eq!(a.status, AnswerStatus::Refused);
-    assert_eq!(a.text, t.shown().text);
+    assert!(
+        b.sink.named("gateway_absent")[0]["reason"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("no tokio runtime"))
+    );
     assert!(matches!(
         s.start_providers(&implementation()),
         Err(Error::NoRuntime)
@@ -221,7 +243,10 @@ async fn providers_can_be_started_before_the_first_turn() {
         s.provider_states()[0].1,
         ProviderState::Ready { .. }
     ));
-    let t = s.begin_turn(implementation()).await;
+    let t = s
+        .begin_turn(implementation())
+        .await
+        .expect("the turn begins");
     assert!(t.shown().text.contains("notes/get_note (READ)"));
     assert_eq!(b.connector.connects(), ["notes"], "started once");
 }
@@ -275,7 +300,10 @@ async fn an_embedder_writes_its_own_mode_and_sink_with_what_the_crate_exports() 
             ))))
             .with_connector(b.connector.clone()),
     );
-    let t = session.begin_turn(implementation()).await;
+    let t = session
+        .begin_turn(implementation())
+        .await
+        .expect("the turn begins");
     assert_eq!(ours(&t, WRITE).await.status, AnswerStatus::Ok);
     assert_eq!(*seen.lock().expect("lock"), ["notes/add_note"]);
     assert!(

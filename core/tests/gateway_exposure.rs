@@ -29,7 +29,11 @@ fn notes_bench() -> Bench {
 #[tokio::test]
 async fn a_small_family_is_shown_whole_exactly() {
     let b = notes_bench();
-    let t = b.session(Arc::new(Auto)).begin_turn(implementation()).await;
+    let t = b
+        .session(Arc::new(Auto))
+        .begin_turn(implementation())
+        .await
+        .expect("the turn begins");
     assert_eq!(t.shown().exposure, Exposure::Whole);
     assert_eq!(
         t.shown().text,
@@ -94,13 +98,15 @@ async fn eight_capabilities_are_whole_and_nine_are_an_index() {
     let t8 = family_of(8, "x")
         .session(Arc::new(Auto))
         .begin_turn(implementation())
-        .await;
+        .await
+        .expect("the turn begins");
     assert_eq!(t8.shown().exposure, Exposure::Whole);
     let b9 = family_of(9, "x");
     let t9 = b9
         .session(Arc::new(Auto))
         .begin_turn(implementation())
-        .await;
+        .await
+        .expect("the turn begins");
     assert_eq!(t9.shown().exposure, Exposure::Index);
     assert_eq!(
         b9.sink.names().last().map(String::as_str),
@@ -123,7 +129,8 @@ async fn about_1500_tokens_of_descriptions_and_schemas_is_the_limit() {
     let t = at
         .session(Arc::new(Auto))
         .begin_turn(implementation())
-        .await;
+        .await
+        .expect("the turn begins");
     assert_eq!(t.shown().tokens, 4 * per_tool(fits * 3));
     assert_eq!(t.shown().tokens, 1500);
     assert_eq!(t.shown().exposure, Exposure::Whole);
@@ -131,7 +138,8 @@ async fn about_1500_tokens_of_descriptions_and_schemas_is_the_limit() {
     let t = over
         .session(Arc::new(Auto))
         .begin_turn(implementation())
-        .await;
+        .await
+        .expect("the turn begins");
     assert_eq!(t.shown().tokens, 1504);
     assert_eq!(t.shown().exposure, Exposure::Index);
     // The edge itself: one token over is an index.
@@ -146,7 +154,8 @@ async fn about_1500_tokens_of_descriptions_and_schemas_is_the_limit() {
     let t = edge
         .session(Arc::new(Auto))
         .begin_turn(implementation())
-        .await;
+        .await
+        .expect("the turn begins");
     assert_eq!(t.shown().tokens, 1501);
     assert_eq!(t.shown().exposure, Exposure::Index);
 }
@@ -156,7 +165,11 @@ async fn the_limit_counts_a_description_longer_than_it_may_be_shown_whole() {
     // Shown, the description is cut at 2000 characters (667 tokens): the
     // family would fit. Shown whole it is 6000 (2000 tokens): an index.
     let b = family_of(1, &"d".repeat(6000));
-    let t = b.session(Arc::new(Auto)).begin_turn(implementation()).await;
+    let t = b
+        .session(Arc::new(Auto))
+        .begin_turn(implementation())
+        .await
+        .expect("the turn begins");
     assert_eq!(t.shown().tokens, 2000 + 18);
     assert_eq!(t.shown().exposure, Exposure::Index);
 }
@@ -164,7 +177,11 @@ async fn the_limit_counts_a_description_longer_than_it_may_be_shown_whole() {
 #[tokio::test]
 async fn an_index_needs_describe_before_invoke_and_list_prints_it_again() {
     let b = family_of(9, "does things");
-    let t = b.session(Arc::new(Auto)).begin_turn(implementation()).await;
+    let t = b
+        .session(Arc::new(Auto))
+        .begin_turn(implementation())
+        .await
+        .expect("the turn begins");
     assert!(t.shown().text.starts_with(
         "External capabilities (9 offered), shown as an index. Describe one to see its arguments; only a described capability can be invoked:\n  spear-capability describe <id>\n"
     ), "{}", t.shown().text);
@@ -198,7 +215,8 @@ async fn general_questions_see_read_capabilities_only() {
     let t = b
         .session(Arc::new(Auto))
         .begin_turn(turn(TaskKind::General))
-        .await;
+        .await
+        .expect("the turn begins");
     let ids: Vec<_> = t
         .shown()
         .capabilities
@@ -224,7 +242,8 @@ async fn the_earlier_runtime_is_told_in_one_line_and_recorded() {
     let t = b
         .session(Arc::new(Auto))
         .begin_turn(implementation().with_runtime(Runtime::Earlier))
-        .await;
+        .await
+        .expect("the turn begins");
     assert_eq!(t.shown().exposure, Exposure::None);
     assert_eq!(
         t.shown().text,
@@ -250,7 +269,11 @@ async fn turns_never_served_are_shown_nothing_and_answered_so() {
         TaskKind::ComplianceCheck,
     ] {
         let b = notes_bench();
-        let t = b.session(Arc::new(Auto)).begin_turn(turn(task)).await;
+        let t = b
+            .session(Arc::new(Auto))
+            .begin_turn(turn(task))
+            .await
+            .expect("the turn begins");
         assert_eq!(t.shown().exposure, Exposure::None);
         assert_eq!(t.shown().text, "");
         let a = ours(&t, "spear-capability invoke notes/get_note '{}'").await;
@@ -272,7 +295,8 @@ async fn a_turn_with_no_provider_is_shown_nothing() {
             "/tmp/x",
             TaskKind::Implementation,
         ))
-        .await;
+        .await
+        .expect("the turn begins");
     assert_eq!(t.shown().exposure, Exposure::None);
     assert_eq!(t.shown().text, "");
     let l = ours(&t, "spear-capability list").await;
@@ -285,7 +309,11 @@ async fn a_turn_with_no_provider_is_shown_nothing() {
 #[tokio::test]
 async fn other_commands_go_to_the_shell() {
     let b = notes_bench();
-    let t = b.session(Arc::new(Auto)).begin_turn(implementation()).await;
+    let t = b
+        .session(Arc::new(Auto))
+        .begin_turn(implementation())
+        .await
+        .expect("the turn begins");
     assert_eq!(t.answer("grep spear-capability notes.md").await, None);
     assert_eq!(t.answer("ls -la").await, None);
 }
@@ -301,7 +329,11 @@ async fn list_follows_the_providers_of_the_moment_and_the_turns_exposure() {
         .fail_call("get_note", spear_testkit::MockFailure::Crash);
     b.provider("mail")
         .add_simple_tool("search", "Search mail.", &["q"]);
-    let t = b.session(Arc::new(Auto)).begin_turn(implementation()).await;
+    let t = b
+        .session(Arc::new(Auto))
+        .begin_turn(implementation())
+        .await
+        .expect("the turn begins");
     assert_eq!(t.shown().exposure, Exposure::Whole);
     // Shown whole: each can be invoked at once, and `list` says so.
     let before = ours(&t, "spear-capability list").await.text;

@@ -10,7 +10,7 @@ use common::{Bench, implementation, shown_ids};
 use serde_json::json;
 use spear_capabilities::session::TIMEOUT_GRACE;
 use spear_capabilities::{
-    AnswerStatus, Auto, Exposure, Session, SessionOptions, UnavailableReason,
+    AnswerStatus, Auto, Exposure, Notice, Session, SessionOptions, UnavailableReason,
 };
 use spear_testkit::{MockFailure, ours};
 
@@ -30,15 +30,24 @@ fn two() -> Bench {
 async fn providers_start_once_per_session_and_are_reused() {
     let b = two();
     let s = b.session(Arc::new(Auto));
-    let t1 = s.begin_turn(implementation()).await;
-    let t2 = s.begin_turn(implementation()).await;
+    let t1 = s
+        .begin_turn(implementation())
+        .await
+        .expect("the turn begins");
+    let t2 = s
+        .begin_turn(implementation())
+        .await
+        .expect("the turn begins");
     assert_eq!(t1.shown().text, t2.shown().text);
     let mut connects = b.connector.connects();
     connects.sort();
     assert_eq!(connects, ["mail", "notes"]);
     assert_eq!(b.sink.named("provider_started").len(), 2);
     // A new session starts its own.
-    b.session(Arc::new(Auto)).begin_turn(implementation()).await;
+    b.session(Arc::new(Auto))
+        .begin_turn(implementation())
+        .await
+        .expect("the turn begins");
     assert_eq!(b.connector.connects().len(), 4);
 }
 
@@ -57,7 +66,10 @@ async fn providers_start_concurrently_and_a_slow_one_keeps_starting_beyond_the_t
     b.connector.start_latency("slow", Duration::from_secs(600));
     let began = tokio::time::Instant::now();
     let s = b.session(Arc::new(Auto));
-    let t = s.begin_turn(implementation()).await;
+    let t = s
+        .begin_turn(implementation())
+        .await
+        .expect("the turn begins");
     let took = began.elapsed();
     assert!(
         took < Duration::from_secs(4),
@@ -92,12 +104,21 @@ async fn a_provider_that_cannot_start_is_named_unavailable_and_reported_once() {
     let b = two();
     b.connector.fail_start("mail", MockFailure::Start);
     let s = b.session(Arc::new(Auto));
-    let t1 = s.begin_turn(implementation()).await;
+    let t1 = s
+        .begin_turn(implementation())
+        .await
+        .expect("the turn begins");
+    let notices = s.take_notices();
     assert_eq!(
-        s.take_notices(),
-        [
-            "External capability provider `mail` is unavailable (did not start); the session goes on without it."
-        ]
+        notices,
+        [Notice::Unavailable {
+            provider: "mail".into(),
+            reason: UnavailableReason::DidNotStart
+        }]
+    );
+    assert_eq!(
+        notices[0].text(),
+        "External capability provider `mail` is unavailable (did not start); the session goes on without it."
     );
     assert!(t1.shown().text.ends_with(
         "Provider `mail` is unavailable (did not start): none of its capabilities can be called in this turn.\n"
@@ -107,7 +128,10 @@ async fn a_provider_that_cannot_start_is_named_unavailable_and_reported_once() {
         1,
         "the task carries on with the others"
     );
-    let t2 = s.begin_turn(implementation()).await;
+    let t2 = s
+        .begin_turn(implementation())
+        .await
+        .expect("the turn begins");
     assert!(s.take_notices().is_empty(), "the session says so once");
     assert!(
         t2.shown()
@@ -149,7 +173,10 @@ async fn a_provider_failing_mid_call_is_left_out_of_its_turn_and_back_for_the_ne
     notes.add_simple_tool("get_note", "Read one note.", &["id"]);
     notes.fail_call("get_note", MockFailure::Crash);
     let s = b.session(Arc::new(Auto));
-    let t = s.begin_turn(implementation()).await;
+    let t = s
+        .begin_turn(implementation())
+        .await
+        .expect("the turn begins");
     let a = ours(&t, "spear-capability invoke notes/get_note '{}'").await;
     assert_eq!(a.status, AnswerStatus::Unavailable);
     assert_eq!(
@@ -168,16 +195,26 @@ async fn a_provider_failing_mid_call_is_left_out_of_its_turn_and_back_for_the_ne
     tokio::task::yield_now().await;
     assert_eq!(notes.shutdown_count(), 1);
     // A crash may not repeat: the next turn starts it again and has it.
-    let next = s.begin_turn(implementation()).await;
+    let next = s
+        .begin_turn(implementation())
+        .await
+        .expect("the turn begins");
     assert!(
         next.shown().text.contains("notes/get_note (READ)"),
         "{}",
         next.shown().text
     );
     assert_eq!(b.sink.named("provider_restarted").len(), 1);
+    let notices = s.take_notices();
     assert_eq!(
-        s.take_notices(),
-        ["External capability provider `notes` is available now."]
+        notices[..],
+        [Notice::Available {
+            provider: "notes".into()
+        }]
+    );
+    assert_eq!(
+        notices[0].text(),
+        "External capability provider `notes` is available now."
     );
     assert_eq!(notes.calls().len(), 1, "the failed call is not replayed");
     let m = ours(
@@ -196,7 +233,10 @@ async fn a_call_that_outlives_its_timeout_makes_the_provider_unavailable() {
         .add_simple_tool("get_note", "Read one note.", &["id"])
         .tool_latency("get_note", Duration::from_secs(3600));
     let s = b.session(Arc::new(Auto));
-    let t = s.begin_turn(implementation()).await;
+    let t = s
+        .begin_turn(implementation())
+        .await
+        .expect("the turn begins");
     let began = tokio::time::Instant::now();
     let a = ours(&t, "spear-capability invoke notes/get_note '{}'").await;
     assert_eq!(a.status, AnswerStatus::Unavailable);
@@ -219,7 +259,10 @@ async fn a_listing_failure_leaves_the_provider_out_and_stops_it() {
     let mail = b.provider("mail");
     mail.fail_list(MockFailure::Protocol);
     let s = b.session(Arc::new(Auto));
-    let t = s.begin_turn(implementation()).await;
+    let t = s
+        .begin_turn(implementation())
+        .await
+        .expect("the turn begins");
     assert_eq!(
         t.shown().unavailable[0].reason,
         UnavailableReason::ProtocolError
@@ -244,7 +287,11 @@ async fn unusable_tools_are_left_out_and_recorded_while_the_rest_stay() {
             json!({"type": "string"}),
         ))
         .add_rejected("weird", "said by the provider");
-    let t = b.session(Arc::new(Auto)).begin_turn(implementation()).await;
+    let t = b
+        .session(Arc::new(Auto))
+        .begin_turn(implementation())
+        .await
+        .expect("the turn begins");
     let ids: Vec<_> = t
         .shown()
         .capabilities
@@ -279,7 +326,11 @@ async fn a_read_name_the_provider_does_not_offer_is_recorded_and_changes_nothing
     b.provider("time")
         .add_simple_tool("convert_time", "Convert.", &[])
         .add_simple_tool("get_time", "Now.", &[]);
-    let t = b.session(Arc::new(Auto)).begin_turn(implementation()).await;
+    let t = b
+        .session(Arc::new(Auto))
+        .begin_turn(implementation())
+        .await
+        .expect("the turn begins");
     let class = |id: &str| {
         t.shown()
             .capabilities
@@ -314,7 +365,10 @@ async fn closing_the_session_shuts_every_started_provider_down() {
     notes.add_simple_tool("get_note", "x", &[]);
     mail.add_simple_tool("search", "x", &[]);
     let s = b.session(Arc::new(Auto));
-    let t = s.begin_turn(implementation()).await;
+    let t = s
+        .begin_turn(implementation())
+        .await
+        .expect("the turn begins");
     assert_eq!(t.shown().exposure, Exposure::Whole);
     s.close().await;
     assert_eq!((notes.shutdown_count(), mail.shutdown_count()), (1, 1));
@@ -325,8 +379,12 @@ async fn closing_the_session_shuts_every_started_provider_down() {
 async fn turns_of_different_sessions_run_at_once() {
     let b = two();
     let sessions: Vec<_> = (0..4).map(|_| b.session(Arc::new(Auto))).collect();
-    let turns =
-        futures::future::join_all(sessions.iter().map(|s| s.begin_turn(implementation()))).await;
+    let turns: Vec<_> =
+        futures::future::join_all(sessions.iter().map(|s| s.begin_turn(implementation())))
+            .await
+            .into_iter()
+            .map(|t| t.expect("the turn begins"))
+            .collect();
     let answers = futures::future::join_all(
         turns
             .iter()
@@ -349,8 +407,12 @@ async fn calls_of_different_sessions_are_answered_together_not_in_turn() {
         .add_simple_tool("search", "Search mail.", &["q"])
         .tool_latency("search", Duration::from_secs(2));
     let sessions: Vec<_> = (0..4).map(|_| b.session(Arc::new(Auto))).collect();
-    let turns =
-        futures::future::join_all(sessions.iter().map(|s| s.begin_turn(implementation()))).await;
+    let turns: Vec<_> =
+        futures::future::join_all(sessions.iter().map(|s| s.begin_turn(implementation())))
+            .await
+            .into_iter()
+            .map(|t| t.expect("the turn begins"))
+            .collect();
     let began = tokio::time::Instant::now();
     let answers = futures::future::join_all(
         turns
@@ -374,7 +436,9 @@ async fn the_operator_sees_each_providers_state_with_the_full_reason() {
         s.provider_states().is_empty(),
         "nothing started before a turn"
     );
-    s.begin_turn(implementation()).await;
+    s.begin_turn(implementation())
+        .await
+        .expect("the turn begins");
     let states = s.provider_states();
     assert_eq!(states.len(), 2);
     assert_eq!(states[0].0, "notes");
@@ -411,7 +475,10 @@ async fn a_start_wait_lets_a_slow_start_finish_and_the_turn_waits_for_it() {
             .with_start_wait(Duration::from_secs(60)),
     );
     let began = tokio::time::Instant::now();
-    let t = s.begin_turn(implementation()).await;
+    let t = s
+        .begin_turn(implementation())
+        .await
+        .expect("the turn begins");
     assert_eq!(
         began.elapsed(),
         Duration::from_secs(30),
@@ -430,7 +497,10 @@ async fn without_a_start_wait_a_start_gets_its_entrys_timeout() {
     b.connector.start_latency("cold", Duration::from_secs(30));
     let s = b.session(Arc::new(Auto));
     let began = tokio::time::Instant::now();
-    let t = s.begin_turn(implementation()).await;
+    let t = s
+        .begin_turn(implementation())
+        .await
+        .expect("the turn begins");
     assert_eq!(began.elapsed(), Duration::from_secs(2) + TIMEOUT_GRACE);
     assert_eq!(t.shown().unavailable[0].reason, UnavailableReason::Starting);
     assert_eq!(b.connector.start_timeouts(), [Duration::from_secs(2)]);
@@ -450,7 +520,10 @@ async fn a_turn_begun_for_one_provider_starts_only_that_one() {
         b.provider(id).add_simple_tool("t", "x", &[]);
     }
     let s = b.session(Arc::new(Auto));
-    let t = s.begin_turn_starting_only(implementation(), &["b"]).await;
+    let t = s
+        .begin_turn_starting_only(implementation(), &["b"])
+        .await
+        .expect("the turn begins");
     assert_eq!(b.connector.connects(), ["b"]);
     assert_eq!(shown_ids(&t), ["b/t"]);
     assert!(t.shown().unavailable.is_empty());
@@ -464,7 +537,10 @@ async fn a_turn_begun_for_one_provider_starts_only_that_one() {
     assert_eq!(candidates, [("a", true), ("b", true)]);
     assert_eq!(s.provider_states().len(), 1, "only `b` has a state");
     // A later turn of the same session starts the rest as usual.
-    let all = s.begin_turn(implementation()).await;
+    let all = s
+        .begin_turn(implementation())
+        .await
+        .expect("the turn begins");
     assert_eq!(all.shown().capabilities.len(), 2);
     assert_eq!(b.connector.connects(), ["b", "a"]);
     s.close().await;
@@ -482,7 +558,10 @@ async fn a_provider_that_declares_no_tools_is_said_to_have_no_capabilities() {
     b.provider("bare").declare_no_tools();
     b.provider("notes").add_simple_tool("t", "x", &[]);
     let s = b.session(Arc::new(Auto));
-    let t = s.begin_turn(implementation()).await;
+    let t = s
+        .begin_turn(implementation())
+        .await
+        .expect("the turn begins");
     assert_eq!(shown_ids(&t), ["notes/t"]);
     assert!(t.shown().unavailable.is_empty());
     assert!(matches!(
@@ -493,11 +572,21 @@ async fn a_provider_that_declares_no_tools_is_said_to_have_no_capabilities() {
             ..
         }
     ));
+    let notices = s.take_notices();
     assert_eq!(
-        s.take_notices(),
-        ["External capability provider `bare` declares no tools: it has no capabilities to offer."]
+        notices,
+        [Notice::NoTools {
+            provider: "bare".into()
+        }]
     );
-    let again = s.begin_turn(implementation()).await;
+    assert_eq!(
+        notices[0].text(),
+        "External capability provider `bare` declares no tools: it has no capabilities to offer."
+    );
+    let again = s
+        .begin_turn(implementation())
+        .await
+        .expect("the turn begins");
     assert_eq!(shown_ids(&again), ["notes/t"]);
     assert!(s.take_notices().is_empty(), "said once");
     s.close().await;

@@ -53,6 +53,7 @@ async fn shown(servers: &[(&str, &str, &[&str])]) -> spear_capabilities::Shown {
     b.session(Arc::new(Auto))
         .begin_turn(implementation())
         .await
+        .expect("the turn begins")
         .shown()
         .clone()
 }

@@ -45,7 +45,11 @@ fn huge_bench() -> (Bench, MockHandle) {
 #[tokio::test]
 async fn a_huge_schema_is_shown_by_its_names_with_required_first_and_a_note() {
     let (b, _h) = huge_bench();
-    let t = b.session(Arc::new(Auto)).begin_turn(implementation()).await;
+    let t = b
+        .session(Arc::new(Auto))
+        .begin_turn(implementation())
+        .await
+        .expect("the turn begins");
     let shown = t.shown();
     let total = json_text(&huge_schema()).chars().count();
     assert!(total > 350_000, "{total}");
@@ -142,7 +146,11 @@ async fn a_schema_of_4000_characters_is_shown_whole_and_one_of_4001_is_shortened
         let schema = schema_of(chars);
         b.provider("p")
             .add_tool(ToolSpec::new("search", schema.clone()).with_description("Searches."));
-        let t = b.session(Arc::new(Auto)).begin_turn(implementation()).await;
+        let t = b
+            .session(Arc::new(Auto))
+            .begin_turn(implementation())
+            .await
+            .expect("the turn begins");
         let shown = &t.shown().capabilities[0].schema;
         assert!(shown.chars().count() <= 4000, "{chars}: {shown}");
         assert_eq!(*shown == json_text(&schema), whole, "{chars}: {shown}");
@@ -178,7 +186,11 @@ async fn every_name_is_shown_up_to_32_000_characters_and_past_them_required_come
         let schema = json!({"type": "object", "properties": properties, "required": [last]});
         b.provider("p")
             .add_tool(ToolSpec::new("search", schema).with_description("Searches."));
-        let t = b.session(Arc::new(Auto)).begin_turn(implementation()).await;
+        let t = b
+            .session(Arc::new(Auto))
+            .begin_turn(implementation())
+            .await
+            .expect("the turn begins");
         let shown = &t.shown().capabilities[0].schema;
         let length = shown.chars().count();
         assert!(length > 4000 && length <= 32_000, "{count}: {length}");
@@ -222,7 +234,11 @@ fn wide_and_long() -> (Bench, Value) {
 #[tokio::test]
 async fn whole_or_index_is_decided_on_the_whole_text_and_no_name_is_hidden() {
     let (b, wide) = wide_and_long();
-    let t = b.session(Arc::new(Auto)).begin_turn(implementation()).await;
+    let t = b
+        .session(Arc::new(Auto))
+        .begin_turn(implementation())
+        .await
+        .expect("the turn begins");
     let shown = t.shown();
     // Shown whole it would be about 100 000 tokens and more: an index.
     assert_eq!(shown.exposure, Exposure::Index, "{}", shown.tokens);
@@ -268,7 +284,11 @@ async fn whole_or_index_is_decided_on_the_whole_text_and_no_name_is_hidden() {
 #[tokio::test]
 async fn every_call_is_still_checked_against_the_whole_schema() {
     let (b, h) = huge_bench();
-    let t = b.session(Arc::new(Auto)).begin_turn(implementation()).await;
+    let t = b
+        .session(Arc::new(Auto))
+        .begin_turn(implementation())
+        .await
+        .expect("the turn begins");
     assert_eq!(t.shown().exposure, Exposure::Index);
     ours(&t, "spear-capability describe big/search").await;
     // `required` is enforced as the whole schema says.
@@ -459,7 +479,11 @@ fn imitation_bench(others: usize) -> Bench {
 async fn a_description_imitating_the_gateway_stands_nowhere_its_lines_stand() {
     for (others, exposure) in [(1, Exposure::Whole), (9, Exposure::Index)] {
         let b = imitation_bench(others);
-        let t = b.session(Arc::new(Auto)).begin_turn(implementation()).await;
+        let t = b
+            .session(Arc::new(Auto))
+            .begin_turn(implementation())
+            .await
+            .expect("the turn begins");
         let shown = t.shown();
         assert_eq!(shown.exposure, exposure);
         let ids: Vec<&str> = shown.capabilities.iter().map(|c| c.id.as_str()).collect();

@@ -25,7 +25,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     let turn = session
         .begin_turn(TurnContext::new("examples", TaskKind::Implementation).with_project("demo"))
-        .await;
+        .await?;
     println!("{}", turn.shown().text);
     for notice in session.take_notices() {
         println!("notice: {notice}");

@@ -42,7 +42,8 @@ async fn every_argument_is_in_the_question_whatever_the_size_of_the_others() {
     );
     let turn = session
         .begin_turn(TurnContext::new("/src", TaskKind::Implementation).with_project("p"))
-        .await;
+        .await
+        .expect("the turn begins");
     // Keys sort `a_body` first: 4 100 spaces of it once hid `to` in a
     // prompt cut at 4 KiB.
     let body = " ".repeat(4100);

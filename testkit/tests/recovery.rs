@@ -40,7 +40,8 @@ fn hostile_notices(b: &Bench) -> Vec<String> {
     b.session
         .take_notices()
         .into_iter()
-        .filter(|n| n.contains("`hostile`"))
+        .filter(|n| n.provider() == Some("hostile"))
+        .map(|n| n.text())
         .collect()
 }
 

@@ -200,7 +200,7 @@ async fn load(providers: usize, calls: usize, turns: usize, per_turn: usize) -> 
         let session = session.clone();
         let ctx = context(dir.path());
         tasks.spawn(async move {
-            let turn = session.begin_turn(ctx).await;
+            let turn = session.begin_turn(ctx).await.expect("the turn begins");
             for p in 0..providers {
                 for tool in ["echo", "fail", "reject", "crash"] {
                     let _ = turn
@@ -300,7 +300,10 @@ async fn cycle(registry: &Arc<Registry>, dir: &Path) {
         Arc::clone(registry),
         SessionOptions::new("cycle", Arc::new(Auto)),
     );
-    let turn = session.begin_turn(context(dir)).await;
+    let turn = session
+        .begin_turn(context(dir))
+        .await
+        .expect("the turn begins");
     assert!(
         turn.shown().capabilities.iter().any(|c| c.id == "p00/echo"),
         "{}",
@@ -431,10 +434,16 @@ async fn crash_cycle(registry: &Arc<Registry>, dir: &Path) {
         Arc::clone(registry),
         SessionOptions::new("crash-cycle", Arc::new(Auto)),
     );
-    let first = session.begin_turn(context(dir)).await;
+    let first = session
+        .begin_turn(context(dir))
+        .await
+        .expect("the turn begins");
     let (status, text) = call(&first, "p00/crash", "down").await;
     assert_eq!(status, AnswerStatus::Unavailable, "{text}");
-    let next = session.begin_turn(context(dir)).await;
+    let next = session
+        .begin_turn(context(dir))
+        .await
+        .expect("the turn begins");
     let (status, text) = call(&next, "p00/echo", "back").await;
     assert_eq!(status, AnswerStatus::Ok, "not started again: {text}");
     assert!(text.contains("\nback\n"), "{text}");

@@ -26,10 +26,9 @@ use tokio::time::Instant;
 use crate::admission::admit;
 use crate::audit::{Audit, AuditEvent};
 use crate::framing::one_line;
-use crate::messages;
 use crate::registry::ProviderEntry;
 use crate::session::{Inner, TIMEOUT_GRACE, lock};
-use crate::{Error, Provider, UnavailableReason};
+use crate::{Error, Notice, Provider, UnavailableReason};
 
 pub use super::state::ProviderState;
 pub(crate) use super::state::{Ended, Ready, View};
@@ -231,12 +230,16 @@ impl Slot {
         match outcome {
             Ok(ready) => {
                 if ready.declares_no_tools {
-                    inner.notice(messages::notice_declares_no_tools(&self.entry.id));
+                    inner.notice(Notice::NoTools {
+                        provider: self.entry.id.clone(),
+                    });
                 }
                 state.phase = Phase::Ready(Arc::new(ready));
                 if std::mem::take(&mut state.missed) && !state.said_back {
                     state.said_back = true;
-                    inner.notice(messages::notice_available(&self.entry.id));
+                    inner.notice(Notice::Available {
+                        provider: self.entry.id.clone(),
+                    });
                 }
             }
             Err(error) => {
@@ -288,7 +291,10 @@ impl Slot {
         state.missed = true;
         if !state.said_unavailable {
             state.said_unavailable = true;
-            inner.notice(messages::notice_unavailable(&self.entry.id, reason));
+            inner.notice(Notice::Unavailable {
+                provider: self.entry.id.clone(),
+                reason,
+            });
         }
         View::Unavailable(reason)
     }
@@ -314,7 +320,10 @@ impl Slot {
             state.missed = true;
             if !state.said_unavailable {
                 state.said_unavailable = true;
-                inner.notice(messages::notice_unavailable(&self.entry.id, reason));
+                inner.notice(Notice::Unavailable {
+                    provider: self.entry.id.clone(),
+                    reason,
+                });
             }
         }
         drop(state);

@@ -37,7 +37,8 @@ async fn a_turn_uses_the_calculator_through_the_gateway() {
     let session = Session::open(Arc::new(registry), SessionOptions::new("s", Arc::new(Auto)));
     let turn = session
         .begin_turn(TurnContext::new("/src", TaskKind::Implementation).with_project("p"))
-        .await;
+        .await
+        .expect("the turn begins");
     assert!(turn.shown().text.contains("calc/add (READ)"));
     assert!(turn.shown().text.contains("calc/multiply (WRITE)"));
     let a = ours(

@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use spear_capabilities::{
-    Answer, AnswerStatus, Auto, Registry, Session, SessionOptions, TaskKind, Turn, TurnContext,
+    Answer, AnswerStatus, Auto, Notice, Registry, Session, SessionOptions, TaskKind, Turn,
+    TurnContext,
 };
 use spear_testkit::{RecordingSink, ours};
 // Links the mcp-stdio kind, as SPEAR's binary does.
@@ -90,7 +91,10 @@ pub fn context(tree: &Path) -> TurnContext {
 impl Bench {
     /// Begins a turn.
     pub async fn turn(&self) -> Turn {
-        self.session.begin_turn(context(self.dir.path())).await
+        self.session
+            .begin_turn(context(self.dir.path()))
+            .await
+            .expect("the turn begins")
     }
 
     /// The `provider_failed` record of `hostile`, which must be the only one;
@@ -113,17 +117,23 @@ impl Bench {
     /// The session's notices: exactly one, naming `hostile` and `category`.
     pub fn assert_one_notice(&self, category: &str) {
         let notices = self.session.take_notices();
+        let texts: Vec<String> = notices.iter().map(Notice::text).collect();
         assert_eq!(
-            notices,
+            texts,
             [format!(
                 "External capability provider `hostile` is unavailable ({category}); the session goes on without it."
             )]
+        );
+        assert_eq!(notices[0].provider(), Some("hostile"));
+        assert_eq!(
+            notices[0].reason().map(|r| r.as_str().replace('_', " ")),
+            Some(category.to_owned())
         );
     }
 
     /// No notice at all: the hostile provider stayed available.
     pub fn assert_no_notice(&self) {
-        assert_eq!(self.session.take_notices(), Vec::<String>::new());
+        assert_eq!(self.session.take_notices(), Vec::<Notice>::new());
     }
 
     /// A new turn still gets `healthy/echo` answered.
