@@ -19,7 +19,7 @@ use clap::builder::PossibleValuesParser;
 use serde_json::{Value, json};
 use spear_capabilities::{Audit, Name, Registry, TaskClass, WritePolicy};
 
-use crate::check::{Findings, entry_lines};
+use crate::check::entry_lines;
 use crate::file::{self, FileArgs};
 use crate::out::out;
 use crate::report::{REFUSED_EXIT, refused_entry_lines};
@@ -210,7 +210,7 @@ pub(crate) fn add(args: &AddArgs) -> ExitCode {
     let Some(added) = registry.entry(&args.id) else {
         return fail(2, "the new entry is neither registered nor refused");
     };
-    let findings = Findings::of(added, registry.base_dir());
+    let findings = registry.check_entry(added);
     if findings.cannot_run.is_some() {
         eprintln!(
             "spear-capabilities: not added: a turn would start it and its program cannot run, as `check` says; {} is left as it was:",

@@ -26,7 +26,7 @@ use spear_capabilities::{
     Audit, Class, ConnectRequest, Error, ProviderEntry, ProviderInfo, Registry, ToolList,
 };
 
-use crate::check::{Findings, entry_json};
+use crate::check::entry_json;
 use crate::file::FileArgs;
 use crate::out::{Closed, out};
 use crate::report::{REFUSED_EXIT, refused_entry_lines};
@@ -124,7 +124,7 @@ pub(crate) async fn get(args: &GetArgs) -> ExitCode {
             format!("no provider `{}` in {}; {known}", args.id, path.display()),
         );
     };
-    let findings = Findings::of(entry, registry.base_dir());
+    let findings = registry.check_entry(entry);
     let started = if args.start {
         Some(start(&registry, entry, args.wait).await)
     } else {
@@ -142,7 +142,13 @@ pub(crate) async fn get(args: &GetArgs) -> ExitCode {
             None => v["settings"] = json!(entry.settings.keys().collect::<Vec<_>>()),
         }
         v["cannot_run"] = json!(findings.cannot_run);
-        v["warnings"] = json!(findings.warnings);
+        v["warnings"] = json!(
+            findings
+                .warnings
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+        );
         if let Some(started) = &started {
             v["started"] = match started {
                 Ok(s) => s.json(),
@@ -195,7 +201,7 @@ fn say_refused(
 fn print_text(
     path: &std::path::Path,
     entry: &ProviderEntry,
-    findings: &Findings,
+    findings: &spear_capabilities::EntryCheck,
     started: Option<&Result<Started, Error>>,
 ) -> Result<(), Closed> {
     let row = |key: &str, value: &str| out!("  {key:<8} {value}");

@@ -305,6 +305,12 @@ impl std::fmt::Display for AuditFailure {
     }
 }
 
+impl std::error::Error for AuditFailure {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.last_error)
+    }
+}
+
 impl Audit {
     /// Records into `sink` with no session or turn.
     pub fn new(sink: Arc<dyn AuditSink>) -> Self {

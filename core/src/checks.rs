@@ -260,13 +260,16 @@ pub struct ToolSchema {
 }
 
 /// Why a call's arguments were not accepted.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum CheckFailure {
     /// The arguments do not fit the schema: every problem, each one line.
+    #[error("the arguments do not fit the tool's input schema: {}", .0.join("; "))]
     Arguments(Vec<String>),
     /// The schema did not compile at its first use; the tool cannot be
     /// called for the rest of the session. `first` is true for the check
     /// that found it, so that it is audited once.
+    #[error("the tool's input schema cannot be used: {reason}")]
     Unusable {
         /// Why the schema cannot be used.
         reason: String,
@@ -502,6 +505,14 @@ mod tests {
         assert!(
             matches!(&first, CheckFailure::Unusable { first: true, reason } if reason.starts_with("the input schema does not compile")),
             "{first:?}"
+        );
+        // A std error: an embedder can box it or `?` it.
+        let boxed: Box<dyn std::error::Error> = Box::new(first.clone());
+        assert!(
+            boxed.to_string().starts_with(
+                "the tool's input schema cannot be used: the input schema does not compile"
+            ),
+            "{boxed}"
         );
         let again = tool.check(&json!({})).expect_err("still unusable");
         assert!(

@@ -14,7 +14,7 @@
 //! links none gets [`Error::NoKinds`], not a registry of refused entries.
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -77,7 +77,8 @@ impl ConnectRequest {
     }
 }
 
-/// A registered kind of provider: a const record of a name and two functions.
+/// A registered kind of provider: a const record of a name, two functions
+/// and an optional check.
 pub struct ProviderKind {
     /// The name an entry's `"kind"` key uses, e.g. `mcp-stdio`.
     pub name: &'static str,
@@ -88,6 +89,12 @@ pub struct ProviderKind {
     pub validate: fn(&KindSettings) -> Vec<EntryProblem>,
     /// Starts one provider.
     pub connect: fn(ConnectRequest) -> ConnectFuture,
+    /// Whether an entry (its accepted settings, the capabilities file's
+    /// folder) could start, without starting it: is its program there and
+    /// runnable. `Err` says why not, in the words a start would use;
+    /// `None` for a kind that cannot tell before it starts.
+    /// [`crate::Registry::check`] asks it.
+    pub check: Option<fn(&KindSettings, &Path) -> Result<(), String>>,
 }
 
 impl fmt::Debug for ProviderKind {
@@ -192,12 +199,14 @@ mod tests {
         keys: &[],
         validate: accept_all,
         connect: never,
+        check: None,
     };
     const AA: ProviderKind = ProviderKind {
         name: "aa-test",
         keys: &[],
         validate: accept_all,
         connect: never,
+        check: None,
     };
 
     inventory::submit! { ZZ }

@@ -38,7 +38,10 @@ pub use provider::{
     CallRequest, CallResult, Content, Provider, ProviderInfo, RejectedTool, ResourceBody, ToolList,
     ToolSpec,
 };
-pub use registry::{EntryProblem, ProviderEntry, RefusedEntry, Registry, TaskClass, WritePolicy};
+pub use registry::{
+    EntryCheck, EntryProblem, EntryWarning, Position, ProviderEntry, RefusedEntry, Registry,
+    TaskClass, WritePolicy,
+};
 pub use scope::Scope;
 pub use selection::{Decision, Runtime, Selection, TaskKind, TurnContext, select};
 pub use session::{ProviderState, Session, SessionOptions};

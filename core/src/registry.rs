@@ -23,8 +23,10 @@
 //! It is not where providers start (a session does, with the registry's
 //! kinds) nor where a turn's providers are chosen ([`crate::selection`]).
 
+mod check;
 mod entry;
 mod fields;
+mod position;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -36,8 +38,10 @@ use crate::Error;
 use crate::audit::{Audit, AuditEvent};
 use crate::kind::Kinds;
 
+pub use check::{EntryCheck, EntryWarning};
 pub use entry::{EntryProblem, ProviderEntry, RefusedEntry, TaskClass, WritePolicy};
 pub use fields::{Fields, type_name};
+pub use position::Position;
 
 /// The environment variable naming the capabilities file.
 pub const CAPABILITIES_FILE_VAR: &str = "SPEAR_CAPABILITIES_FILE";
@@ -142,10 +146,21 @@ impl Registry {
         };
         let mut registry = Registry::empty(path, kinds);
         let mut claimed: Vec<(String, usize)> = Vec::new();
+        let mut places = None;
         for (index, item) in items.iter().enumerate() {
             match entry::parse_entry(index, item, &registry.base_dir, kinds, &mut claimed) {
                 Ok(entry) => registry.entries.push(entry),
-                Err(refused) => registry.refused.push(refused),
+                Err(mut refused) => {
+                    // Read only when an entry is refused: most files have none.
+                    let places = places.get_or_insert_with(|| position::entry_places(bytes));
+                    if let Some(place) = places.get(index) {
+                        refused.position = place.at;
+                        for problem in &mut refused.problems {
+                            problem.position = place.of(&problem.key);
+                        }
+                    }
+                    registry.refused.push(refused);
+                }
             }
         }
         registry.audit(audit);

@@ -87,6 +87,14 @@ async fn a_failing_trail_refuses_writes_lets_reads_on_and_is_said_once() {
         "{notices:?}"
     );
     assert_eq!(notices[0].provider(), None);
+    if let Notice::AuditFailing(failure) = &notices[0] {
+        // A std error whose source is the sink's own.
+        let e: &dyn std::error::Error = failure;
+        assert!(
+            e.source()
+                .is_some_and(|s| s.to_string().contains("os error 28"))
+        );
+    }
     let text = notices[0].text();
     assert!(
         text.starts_with("The audit trail is failing (")

@@ -7,7 +7,8 @@ use std::time::Duration;
 use serde_json::Value;
 use spear_capabilities::registry::{self, DEFAULT_TIMEOUT};
 use spear_capabilities::{
-    EntryProblem, Error, KindSettings, Kinds, ProviderKind, Registry, Scope, TaskClass, WritePolicy,
+    EntryProblem, EntryWarning, Error, KindSettings, Kinds, ProviderKind, Registry, Scope,
+    TaskClass, WritePolicy,
 };
 use spear_testkit::RecordingSink;
 
@@ -18,12 +19,21 @@ fn validate(settings: &KindSettings) -> Vec<EntryProblem> {
     }
 }
 
+/// This kind's program "cannot run" when it is named `missing`.
+fn check(settings: &KindSettings, _base: &Path) -> Result<(), String> {
+    match settings.get("command").and_then(|c| c.get(0)) {
+        Some(Value::String(p)) if p == "missing" => Err(format!("cannot start `{p}`: not here")),
+        _ => Ok(()),
+    }
+}
+
 /// The one kind of these tests: takes `command` and `env`, like mcp-stdio.
 const PROC: ProviderKind = ProviderKind {
     name: "proc",
     keys: &["command", "env"],
     validate,
     connect: spear_testkit::kinds::started_elsewhere,
+    check: Some(check),
 };
 
 fn kinds() -> Kinds {
@@ -464,4 +474,86 @@ fn the_file_is_beside_projects_json_unless_the_variable_names_one() {
         "an empty variable counts as unset"
     );
     assert_eq!(registry::CAPABILITIES_FILE_VAR, "SPEAR_CAPABILITIES_FILE");
+}
+
+/// A refused entry says where it is and where each faulty key is, as a
+/// syntax error does; a kind's problem is placed too, and a key the entry
+/// lacks is placed at the entry.
+#[test]
+fn a_refused_entrys_problems_carry_the_line_and_column_of_their_key() {
+    let (r, _) = parse(
+        "{\"providers\": [\n  {\"id\": \"ok\", \"kind\": \"proc\", \"command\": [\"x\"]},\n  {\"id\": \"bad\",\n   \"kind\": \"proc\",\n   \"write\": \"maybe\",\n   \"timeout\": -1}\n]}",
+    );
+    let refused = &r.refused()[0];
+    assert_eq!(refused.position.map(|p| (p.line, p.column)), Some((3, 3)));
+    let at = |key: &str| {
+        let p = refused
+            .problems
+            .iter()
+            .find(|p| p.key == key)
+            .unwrap_or_else(|| panic!("no problem with {key:?}: {:?}", refused.problems));
+        p.position.map(|p| p.to_string())
+    };
+    assert_eq!(at("write").as_deref(), Some("5:4"));
+    assert_eq!(at("timeout").as_deref(), Some("6:4"));
+    // The kind's own problem: `command` is missing, so the entry's place.
+    assert_eq!(at("command").as_deref(), Some("3:3"));
+}
+
+/// Every public problem type is a `std::error::Error`: an embedder can `?`
+/// it into its own error type or box it.
+#[test]
+fn registry_problems_are_std_errors() {
+    fn boxed(e: impl std::error::Error + Send + Sync + 'static) -> Box<dyn std::error::Error> {
+        Box::new(e)
+    }
+    let (r, _) = parse(r#"{"providers": [{"id": "x", "kind": "proc"}]}"#);
+    let refused = r.refused()[0].clone();
+    let problem = refused.problems[0].clone();
+    assert!(boxed(problem).to_string().contains("command"));
+    assert!(boxed(refused).to_string().starts_with("providers[0]"));
+}
+
+/// The library says what `spear-capabilities check` says, before any
+/// turn: a program that cannot run refuses an entry a turn would start,
+/// and is a warning for one nothing starts (disabled, or without a scope).
+#[test]
+fn a_check_refuses_a_program_that_cannot_run_only_where_a_turn_would_start_it() {
+    let (r, _) = parse(
+        r#"{"providers": [
+  {"id": "runs", "kind": "proc", "command": ["x"], "scope": "global"},
+  {"id": "used", "kind": "proc", "command": ["missing"], "scope": "global"},
+  {"id": "off", "kind": "proc", "command": ["missing"], "scope": "global", "enabled": false},
+  {"id": "nowhere", "kind": "proc", "command": ["missing"]}
+]}"#,
+    );
+    let checks = r.check();
+    let ids: Vec<&str> = checks.iter().map(|c| c.provider.as_str()).collect();
+    assert_eq!(ids, ["runs", "used", "off", "nowhere"]);
+    assert!(checks[0].is_ok() && checks[0].warnings.is_empty());
+    assert_eq!(
+        checks[1].cannot_run.as_deref(),
+        Some("cannot start `missing`: not here")
+    );
+    assert!(!checks[1].is_ok());
+    assert!(checks[2].is_ok());
+    assert_eq!(
+        checks[2].warnings,
+        [EntryWarning::CannotRunUnused {
+            reason: "cannot start `missing`: not here".into(),
+            disabled: true
+        }]
+    );
+    assert_eq!(
+        checks[2].warnings[0].to_string(),
+        "cannot start `missing`: not here; a warning only: it is disabled, so nothing starts it"
+    );
+    assert!(checks[3].is_ok());
+    assert_eq!(checks[3].warnings.len(), 2);
+    assert_eq!(checks[3].warnings[0], EntryWarning::NoScope);
+    assert_eq!(
+        checks[3].warnings[1].to_string(),
+        "cannot start `missing`: not here; a warning only: it has no scope, so nothing starts it"
+    );
+    assert_eq!(r.check_entry(&r.entries()[1]), checks[1]);
 }

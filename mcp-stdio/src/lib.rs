@@ -12,6 +12,7 @@
 pub mod config;
 pub mod fuzzing;
 
+mod check;
 mod codec;
 mod connection;
 mod content;
@@ -44,6 +45,7 @@ pub const KIND: ProviderKind = ProviderKind {
     keys: config::KEYS,
     validate: config::validate,
     connect,
+    check: Some(check::runnable),
 };
 
 spear_capabilities::inventory::submit! { KIND }

@@ -151,3 +151,75 @@ fn linking_the_kinds_builds_no_cli_parser() {
     }
     assert!(build_closure("spear-cli").contains("clap"));
 }
+
+/// The mcp-stdio kind's check, through the library: a program missing, not
+/// executable, a folder, or not on the server's `PATH` cannot run; one that
+/// is there and executable can. Nothing is started.
+#[test]
+fn the_library_check_says_whether_each_program_can_run() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let script = dir.path().join("srv");
+    std::fs::write(&script, "#!/bin/sh\n").expect("write");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let plain = dir.path().join("plain");
+    std::fs::write(&plain, "").expect("write");
+    let text = format!(
+        r#"{{"providers": [
+  {{"id": "ok", "command": ["./srv"], "scope": "global"}},
+  {{"id": "gone", "command": ["./nope"], "scope": "global"}},
+  {{"id": "plain", "command": ["{}"], "scope": "global"}},
+  {{"id": "folder", "command": ["{}"], "scope": "global"}},
+  {{"id": "path", "command": ["srv"], "env": {{"PATH": "{}"}}, "scope": "global"}},
+  {{"id": "notpath", "command": ["srv"], "env": {{"PATH": "/nonexistent"}}, "scope": "global"}}
+]}}"#,
+        plain.display(),
+        dir.path().display(),
+        dir.path().display()
+    );
+    let r = Registry::parse(
+        text.as_bytes(),
+        &dir.path().join("capabilities.json"),
+        &spear_providers::kinds().expect("built-in kinds"),
+        &Audit::null(),
+    )
+    .expect("parses");
+    let said: Vec<(String, Option<String>)> = r
+        .check()
+        .into_iter()
+        .map(|c| (c.provider, c.cannot_run))
+        .collect();
+    let gone = dir.path().join("./nope");
+    assert_eq!(
+        said,
+        [
+            ("ok".into(), None),
+            (
+                "gone".into(),
+                Some(format!(
+                    "cannot start `{}`: No such file or directory (os error 2)",
+                    gone.display()
+                ))
+            ),
+            (
+                "plain".into(),
+                Some(format!(
+                    "cannot start `{}`: Permission denied (os error 13)",
+                    plain.display()
+                ))
+            ),
+            (
+                "folder".into(),
+                Some(format!(
+                    "cannot start `{}`: Permission denied (os error 13)",
+                    dir.path().display()
+                ))
+            ),
+            ("path".into(), None),
+            (
+                "notpath".into(),
+                Some("cannot start `srv`: No such file or directory (os error 2)".into())
+            ),
+        ]
+    );
+}

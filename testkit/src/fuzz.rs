@@ -76,6 +76,7 @@ pub fn registry(data: &[u8]) {
         keys: &["command", "env"],
         validate: crate::kinds::accept_any,
         connect: crate::kinds::started_elsewhere,
+        check: None,
     };
     let path = Path::new("/etc/spear/capabilities.json");
     let kinds = Kinds::new([&DEFAULT, &crate::kinds::MOCK]).expect("distinct names");

@@ -8,6 +8,7 @@
 //!     keys: &["command"],
 //!     validate: spear_testkit::kinds::accept_any,
 //!     connect: spear_testkit::kinds::started_elsewhere,
+//!     check: None,
 //! };
 //! let kinds = Kinds::new([&PROC, &spear_testkit::kinds::MOCK]).unwrap();
 //! assert_eq!(kinds.names(), ["mock", "proc"]);
@@ -41,6 +42,7 @@ pub const MOCK: ProviderKind = ProviderKind {
     keys: &[],
     validate: accept_any,
     connect: started_elsewhere,
+    check: None,
 };
 
 /// The set of the one kind [`MOCK`], for registries of mock providers.

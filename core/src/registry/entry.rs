@@ -12,6 +12,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use super::fields::{Fields, type_name};
+use super::position::Position;
 use super::{COMMON_KEYS, DEFAULT_TIMEOUT, MAX_ID_LEN, MAX_TIMEOUT_SECS};
 use crate::kind::{DEFAULT_KIND, KindSettings, Kinds};
 use crate::names::{Name, named, quoted_names};
@@ -68,26 +69,35 @@ pub struct ProviderEntry {
     pub settings: KindSettings,
 }
 
-/// One thing wrong with a registry entry: the key and what is wrong with it.
+/// One thing wrong with a registry entry: the key, where it is, and what is
+/// wrong with it.
 ///
 /// Messages say what was found and what is allowed.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct EntryProblem {
     /// The key at fault, or empty for the entry as a whole.
     pub key: String,
     /// What is wrong, and what is allowed.
     pub message: String,
+    /// Where the key is in the file (the entry's own place for the entry as
+    /// a whole or a key it lacks); `None` until the registry places it (a
+    /// kind's `validate` makes its problems without).
+    pub position: Option<Position>,
 }
 
 impl EntryProblem {
-    /// A problem with `key`.
+    /// A problem with `key`, not placed yet.
     pub fn new(key: impl Into<String>, message: impl Into<String>) -> Self {
         Self {
             key: key.into(),
             message: message.into(),
+            position: None,
         }
     }
 }
+
+impl std::error::Error for EntryProblem {}
 
 impl std::fmt::Display for EntryProblem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -109,7 +119,11 @@ pub struct RefusedEntry {
     pub id: Option<String>,
     /// What is wrong, one item per key.
     pub problems: Vec<EntryProblem>,
+    /// Where the entry begins in the file (its `{`).
+    pub position: Option<Position>,
 }
+
+impl std::error::Error for RefusedEntry {}
 
 impl RefusedEntry {
     /// How messages name the entry: `providers[2] ("tracker")`.
@@ -145,6 +159,7 @@ pub(super) fn parse_entry(
             index,
             id: None,
             problems: vec![EntryProblem::new("", "an entry must be a JSON object")],
+            position: None,
         });
     };
     let mut fields = Fields::new(map);
@@ -258,6 +273,7 @@ pub(super) fn parse_entry(
             index,
             id: map.get("id").and_then(Value::as_str).map(str::to_owned),
             problems,
+            position: None,
         }),
     }
 }

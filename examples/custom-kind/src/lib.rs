@@ -30,6 +30,7 @@ pub const KIND: ProviderKind = ProviderKind {
     keys: &["max"],
     validate,
     connect,
+    check: None,
 };
 
 spear_capabilities::inventory::submit! { KIND }
