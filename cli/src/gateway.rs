@@ -100,11 +100,7 @@ async fn open_as_turn(
 }
 
 fn exposure_name(e: Exposure) -> &'static str {
-    match e {
-        Exposure::Whole => "whole",
-        Exposure::Index => "index",
-        Exposure::None => "none",
-    }
+    e.as_str()
 }
 
 fn shown_json(shown: &Shown) -> Value {

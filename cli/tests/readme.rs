@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use spear_capabilities::command::{Recognized, recognize};
-use spear_capabilities::{Audit, AuditRecord, Registry};
+use spear_capabilities::{AUDIT_SCHEMA, Audit, AuditEvent, AuditRecord, Registry};
 use spear_providers as _;
 
 fn root() -> PathBuf {
@@ -147,13 +147,23 @@ fn each_audit_example_is_a_record_of_its_event() {
         let back = serde_json::to_value(&record).expect("serialises");
         let given: serde_json::Value = serde_json::from_str(line).expect("json");
         assert_eq!(back, given, "the example has fields the event does not");
+        // Read as the event it names, with every value known: never kept
+        // only as an unknown record.
+        assert!(
+            !matches!(record.event, AuditEvent::Unknown(_)),
+            "not a record of this version: {line}"
+        );
+        assert_eq!(record.event.name(), given["event"]);
+        assert_eq!(record.schema, AUDIT_SCHEMA, "{line}");
+        assert_eq!(record.time.to_string(), given["time"], "{line}");
         names.push(given["event"].as_str().expect("event").to_owned());
     }
     let mut unique = names.clone();
+    unique.sort();
     unique.dedup();
     assert_eq!(unique.len(), names.len(), "one record of each kind");
     // Every kind of `AuditEvent`, once.
-    assert_eq!(names.len(), 16);
+    assert_eq!(names.len(), 17);
 }
 
 #[test]

@@ -4,16 +4,29 @@
 //! object-safe [`AuditSink`] passed in explicitly (never a global), so each
 //! session, program and test chooses its own. [`JsonLinesSink`] writes one
 //! JSON object a line.
+//!
+//! The records are a contract (`docs/audit.md`): each carries the schema's
+//! version ([`AUDIT_SCHEMA`]), and a reader of this version keeps what a
+//! later one writes ([`AuditEvent::Unknown`]) instead of failing on it.
 
+mod arguments;
 mod sink;
 mod time;
 
 use std::sync::Arc;
-use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
+pub use arguments::MAX_AUDIT_ARGUMENT_BYTES;
+pub(crate) use arguments::bounded as bounded_arguments;
 pub use sink::{AuditError, AuditSink, JsonLinesSink, NullSink};
+pub use time::{AuditTime, BadAuditTime};
+
+/// The version of the audit schema this crate writes, in every record as
+/// `"schema"`. It goes up only when a stable field is removed or changes
+/// meaning; new events and new fields do not change it (`docs/audit.md`).
+pub const AUDIT_SCHEMA: u32 = 1;
 
 use crate::UnavailableReason;
 use crate::exposure::Class;
@@ -25,8 +38,12 @@ use crate::selection::{Decision, Runtime, TaskKind};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct AuditRecord {
-    /// RFC 3339 UTC time with milliseconds.
-    pub time: String,
+    /// When, to the millisecond (RFC 3339 UTC in the record).
+    pub time: AuditTime,
+    /// The schema version the record was written with, [`AUDIT_SCHEMA`]
+    /// for this crate's; 0 for a record written before records carried it.
+    #[serde(default)]
+    pub schema: u32,
     /// The session's id, where there is one (shared by all its records).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<Arc<str>>,
@@ -39,6 +56,11 @@ pub struct AuditRecord {
 }
 
 /// What happened. Serialised with its name under `"event"`.
+///
+/// A record of an event this version does not know, or of a known event
+/// with a value it does not know (a new outcome, say), reads as
+/// [`AuditEvent::Unknown`] with its fields as they were: a reader keeps it
+/// and writes it back unchanged.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 #[non_exhaustive]
@@ -177,8 +199,12 @@ pub enum AuditEvent {
         capability: String,
         /// READ or WRITE.
         class: Class,
-        /// The arguments as compact JSON, cut at 4 KiB.
-        arguments: String,
+        /// The arguments, as JSON; cut as JSON when their compact form is
+        /// over [`MAX_AUDIT_ARGUMENT_BYTES`] (`arguments_cut` says so).
+        arguments: Value,
+        /// The arguments were cut: the bytes of their whole compact JSON.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        arguments_cut: Option<u64>,
         /// How the call came out.
         outcome: Outcome,
         /// How long the call took, in milliseconds.
@@ -193,10 +219,14 @@ pub enum AuditEvent {
     WriteApproved {
         /// The capability id.
         capability: String,
-        /// The arguments as compact JSON, cut at 4 KiB.
-        arguments: String,
+        /// The arguments, as JSON; cut as JSON when their compact form is
+        /// over [`MAX_AUDIT_ARGUMENT_BYTES`] (`arguments_cut` says so).
+        arguments: Value,
+        /// The arguments were cut: the bytes of their whole compact JSON.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        arguments_cut: Option<u64>,
         /// The permission mode that allowed it.
-        mode: String,
+        mode: ModeName,
     },
     /// A command was refused before reaching any provider.
     CapabilityRefused {
@@ -214,10 +244,101 @@ pub enum AuditEvent {
         /// An error while stopping, if any.
         error: Option<String>,
     },
+    /// A record this version cannot read as one of the events above (a
+    /// later version's event, or a value this version does not know): its
+    /// fields, `event` among them, as they were. Never written by this
+    /// version of its own accord.
+    #[serde(untagged)]
+    Unknown(Map<String, Value>),
+}
+
+impl AuditEvent {
+    /// The event's name, as the record's `"event"` says it:
+    /// `capability_invoked`. An unknown event's own name, or `""` when it
+    /// has none.
+    pub fn name(&self) -> &str {
+        match self {
+            AuditEvent::ProviderRegistered { .. } => "provider_registered",
+            AuditEvent::ProviderRefused { .. } => "provider_refused",
+            AuditEvent::CapabilityFamilySelected { .. } => "capability_family_selected",
+            AuditEvent::GatewayAbsent { .. } => "gateway_absent",
+            AuditEvent::ProviderStarted { .. } => "provider_started",
+            AuditEvent::ToolRejected { .. } => "tool_rejected",
+            AuditEvent::OutputUnchecked { .. } => "output_unchecked",
+            AuditEvent::ReadNotOffered { .. } => "read_not_offered",
+            AuditEvent::ProviderRestarted { .. } => "provider_restarted",
+            AuditEvent::ProviderFailed { .. } => "provider_failed",
+            AuditEvent::CapabilityFamilyExposed { .. } => "capability_family_exposed",
+            AuditEvent::CapabilityIndexExposed { .. } => "capability_index_exposed",
+            AuditEvent::CapabilityDescribed { .. } => "capability_described",
+            AuditEvent::CapabilityInvoked { .. } => "capability_invoked",
+            AuditEvent::WriteApproved { .. } => "write_approved",
+            AuditEvent::CapabilityRefused { .. } => "capability_refused",
+            AuditEvent::ProviderStopped { .. } => "provider_stopped",
+            AuditEvent::Unknown(fields) => {
+                fields.get("event").and_then(Value::as_str).unwrap_or("")
+            }
+        }
+    }
+}
+
+/// The permission mode that allowed a WRITE, by name: the built-in modes,
+/// or an embedder's own by the name it gives.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+#[non_exhaustive]
+pub enum ModeName {
+    /// [`crate::ReadOnly`]: `read-only`.
+    ReadOnly,
+    /// [`crate::Auto`]: `auto`.
+    Auto,
+    /// [`crate::Ask`]: `ask`.
+    Ask,
+    /// An embedder's own mode, by its name.
+    Other(String),
+}
+
+impl ModeName {
+    /// The name, as the record writes it.
+    pub fn as_str(&self) -> &str {
+        match self {
+            ModeName::ReadOnly => "read-only",
+            ModeName::Auto => "auto",
+            ModeName::Ask => "ask",
+            ModeName::Other(name) => name,
+        }
+    }
+}
+
+impl From<String> for ModeName {
+    fn from(name: String) -> Self {
+        match name.as_str() {
+            "read-only" => ModeName::ReadOnly,
+            "auto" => ModeName::Auto,
+            "ask" => ModeName::Ask,
+            _ => ModeName::Other(name),
+        }
+    }
+}
+
+impl From<ModeName> for String {
+    fn from(name: ModeName) -> Self {
+        match name {
+            ModeName::Other(name) => name,
+            known => known.as_str().to_owned(),
+        }
+    }
+}
+
+impl std::fmt::Display for ModeName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 named! {
     /// How a call that went to a provider came out.
+    #[non_exhaustive]
     pub enum Outcome {
         /// The tool answered.
         Ok = "ok",
@@ -367,7 +488,8 @@ impl Audit {
         use std::sync::atomic::Ordering;
         trace_lifecycle(self.session.as_deref().unwrap_or(""), &event);
         let written = self.sink.record(AuditRecord {
-            time: time::rfc3339_millis(SystemTime::now()),
+            time: AuditTime::now(),
+            schema: AUDIT_SCHEMA,
             session: self.session.clone(),
             turn: self.turn.clone(),
             event,

@@ -181,6 +181,7 @@ pub struct OutputSchema {
 
 /// What a check of a structured result found.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum OutputCheck {
     /// The result matches.
     Matches,

@@ -215,6 +215,7 @@ impl TurnError {
 
 named! {
     /// The short, public category of a provider failure: all a turn learns of it.
+    #[non_exhaustive]
     pub enum UnavailableReason {
         /// It could not be started.
         DidNotStart = "did_not_start",

@@ -50,6 +50,7 @@ impl Default for Limits {
 
 named! {
     /// READ or WRITE. A tool is READ only when the entry's `read` lists it.
+    #[non_exhaustive]
     pub enum Class {
         /// Only reads.
         Read = "READ",
@@ -60,6 +61,7 @@ named! {
 
 named! {
     /// How a turn's family is shown.
+    #[non_exhaustive]
     pub enum Exposure {
         /// Every capability with its description and schema.
         Whole = "whole",

@@ -24,8 +24,8 @@ pub mod turn;
 pub mod vetting;
 
 pub use audit::{
-    Audit, AuditError, AuditEvent, AuditFailure, AuditRecord, AuditSink, JsonLinesSink, NullSink,
-    Outcome,
+    AUDIT_SCHEMA, Audit, AuditError, AuditEvent, AuditFailure, AuditRecord, AuditSink, AuditTime,
+    JsonLinesSink, ModeName, NullSink, Outcome,
 };
 pub use connector::{Connector, KindConnector};
 pub use error::{Error, TurnError, UnavailableReason};

@@ -17,6 +17,7 @@ use crate::registry::{Registry, TaskClass};
 
 named! {
     /// What a turn is doing.
+    #[non_exhaustive]
     pub enum TaskKind {
         /// An implementation turn (class `implementation`).
         Implementation = "implementation",
@@ -51,6 +52,7 @@ impl TaskKind {
 named! {
     /// The runtime a turn runs on.
     #[derive(Default)]
+    #[non_exhaustive]
     pub enum Runtime {
         /// The current runtime, which has the capability gateway.
         #[default]
@@ -115,6 +117,7 @@ impl TurnContext {
 
 named! {
     /// The decision about one candidate.
+    #[non_exhaustive]
     pub enum Decision {
         /// It reaches the turn.
         Selected = "selected",

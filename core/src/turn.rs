@@ -40,11 +40,11 @@ use crate::{CallResult, TurnError, UnavailableReason};
 
 /// The most characters of a command line the audit trail keeps.
 pub const MAX_AUDIT_COMMAND_CHARS: usize = 1024;
-pub use call::MAX_AUDIT_ARGUMENT_BYTES;
 pub(crate) use call::bounded_json;
 
 named! {
     /// How an answer came out.
+    #[non_exhaustive]
     pub enum AnswerStatus {
         /// The command did what it asked.
         Ok = "ok",

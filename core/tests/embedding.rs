@@ -79,7 +79,8 @@ async fn a_dropped_answer_is_recorded_at_every_point_it_can_be_dropped() {
     let invoked = b.sink.named("capability_invoked");
     assert_eq!(invoked.len(), 1);
     assert_eq!(invoked[0]["outcome"], "cancelled");
-    assert_eq!(invoked[0]["arguments"], r#"{"text":"hi"}"#);
+    assert_eq!(invoked[0]["arguments"], json!({"text": "hi"}));
+    assert_eq!(approved[0]["arguments"], json!({"text": "hi"}));
     assert_eq!(notes.calls().len(), 1, "the call reached the provider");
 
     // A READ in flight: no approval, the call recorded as cancelled; the

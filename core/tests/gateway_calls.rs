@@ -326,12 +326,25 @@ async fn every_call_is_audited_with_bounded_arguments() {
     assert_eq!(rec["outcome"], "ok");
     assert_eq!(rec["session"], "s1");
     assert_eq!(rec["turn"], "1");
-    let args = rec["arguments"].as_str().expect("text");
+    // JSON, not JSON in a string: cut as JSON, with the whole size beside.
+    let text = big.as_str();
+    let kept = rec["arguments"]["text"].as_str().expect("a JSON value");
     assert!(
-        args.len() < 4200 && args.ends_with("more bytes]"),
+        kept.len() > 4000 && text.starts_with(kept),
         "{}",
-        args.len()
+        kept.len()
     );
+    assert!(rec["arguments"].to_string().len() <= 4096);
+    assert_eq!(rec["arguments_cut"], 10_011);
+    let small = ours(
+        &t,
+        r#"spear-capability invoke notes/add_note '{"text": "hi"}'"#,
+    )
+    .await;
+    assert_eq!(small.status, AnswerStatus::Ok, "{}", small.text);
+    let rec = &b.sink.named("capability_invoked")[1];
+    assert_eq!(rec["arguments"], serde_json::json!({"text": "hi"}));
+    assert!(rec.get("arguments_cut").is_none());
 }
 
 #[tokio::test(start_paused = true)]

@@ -273,7 +273,8 @@ mod tests {
         std::fs::write(&path, "{\"event\":\"whole\"}\n{\"event\":\"cu").expect("write");
         let sink = JsonLinesSink::append(&path).expect("opens");
         sink.record(AuditRecord {
-            time: "t".into(),
+            time: crate::AuditTime::now(),
+            schema: crate::AUDIT_SCHEMA,
             session: None,
             turn: None,
             event: refused(),

@@ -21,6 +21,7 @@ use crate::scope::Scope;
 named! {
     /// A request class a provider can serve (the entry's `tasks`).
     #[derive(PartialOrd, Ord)]
+    #[non_exhaustive]
     pub enum TaskClass {
         /// Implementation turns.
         Implementation = "implementation",
@@ -34,6 +35,7 @@ named! {
 named! {
     /// What a provider's WRITE capabilities may do (the entry's `write`).
     #[derive(Default)]
+    #[non_exhaustive]
     pub enum WritePolicy {
         /// Never run a WRITE (the default).
         #[default]

@@ -20,7 +20,7 @@ use std::time::Instant;
 use serde_json::{Map, Value};
 
 use super::{Answer, AnswerStatus, Resolved, Turn};
-use crate::audit::{AuditEvent, Outcome};
+use crate::audit::{AuditEvent, ModeName, Outcome};
 use crate::checks::{CheckFailure, OutputCheck};
 use crate::command::CapabilityId;
 use crate::exposure::{Class, Exposure};
@@ -32,8 +32,7 @@ use crate::session::TIMEOUT_GRACE;
 use crate::session::slot::{Ready, Slot, millis};
 use crate::{CallRequest, Error, Provider, UnavailableReason};
 
-/// The most bytes of a call's arguments the audit trail keeps.
-pub const MAX_AUDIT_ARGUMENT_BYTES: usize = 4096;
+use crate::audit::{MAX_AUDIT_ARGUMENT_BYTES, bounded_arguments};
 
 impl Turn {
     pub(super) async fn invoke(
@@ -63,10 +62,10 @@ impl Turn {
         };
         // What the check took comes out of the call's bound.
         let bound = (slot.entry.timeout + TIMEOUT_GRACE).saturating_sub(checking.elapsed());
-        let args_text = bounded_json(&arguments);
+        let audited = bounded_arguments(&arguments);
         if tool.shown.class == Class::Write {
             let request = WriteRequest::new(cap.as_str(), &arguments);
-            if let Some(reason) = self.write_refusal(slot, request).await {
+            if let Some(reason) = self.write_refusal(slot, request, audited.clone()).await {
                 return self.refuse(Some(id), line, &reason);
             }
         }
@@ -79,7 +78,7 @@ impl Turn {
             turn: self,
             capability: cap,
             class: tool.shown.class,
-            arguments: Some(args_text),
+            arguments: Some(audited),
             began: Instant::now(),
             structured_mismatch: None,
         };
@@ -289,7 +288,12 @@ impl Turn {
 
     /// Why a WRITE may not run, or `None` when it may; an approval by the
     /// session's permission mode is recorded as soon as it is given.
-    async fn write_refusal(&self, slot: &Slot, request: WriteRequest) -> Option<String> {
+    async fn write_refusal(
+        &self,
+        slot: &Slot,
+        request: WriteRequest,
+        (arguments, arguments_cut): (Value, Option<u64>),
+    ) -> Option<String> {
         let (provider, cap) = (&slot.entry.id, &request.capability);
         let policy = slot.entry.write;
         if policy == WritePolicy::Refuse {
@@ -304,8 +308,9 @@ impl Turn {
             let cap = request.capability.clone();
             let recorded = self.audit.try_emit(AuditEvent::WriteApproved {
                 capability: request.capability,
-                arguments: request.arguments,
-                mode: mode.name().to_owned(),
+                arguments,
+                arguments_cut,
+                mode: ModeName::from(mode.name().to_owned()),
             });
             recorded
                 .is_err()
@@ -323,21 +328,23 @@ struct Sent<'a> {
     turn: &'a Turn,
     capability: &'a str,
     class: Class,
-    /// Taken when the record is written.
-    arguments: Option<String>,
+    /// Taken when the record is written: bounded, and their whole size
+    /// when cut.
+    arguments: Option<(Value, Option<u64>)>,
     began: Instant,
     structured_mismatch: Option<String>,
 }
 
 impl Sent<'_> {
     fn done(&mut self, outcome: Outcome) {
-        let Some(arguments) = self.arguments.take() else {
+        let Some((arguments, arguments_cut)) = self.arguments.take() else {
             return;
         };
         self.turn.audit.emit(AuditEvent::CapabilityInvoked {
             capability: self.capability.to_owned(),
             class: self.class,
             arguments,
+            arguments_cut,
             outcome,
             duration_ms: millis(self.began.elapsed()),
             structured_mismatch: self.structured_mismatch.take(),
