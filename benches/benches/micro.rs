@@ -15,8 +15,8 @@ use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use serde_json::json;
 use spear_capabilities::exposure::expose;
 use spear_capabilities::{
-    Audit, Auto, Class, EstimatedTokens, Limits, Registry, Session, SessionOptions,
-    ShownCapability, TaskKind, ToolSpec, TurnContext,
+    Audit, Auto, CapabilityClass, EstimatedTokens, Limits, Registry, Session, SessionOptions,
+    ShownCapability, ToolSpec, TurnContext, TurnKind,
 };
 use spear_testkit::{MockConnector, MockProvider};
 
@@ -46,9 +46,9 @@ fn exposure(c: &mut Criterion) {
             ShownCapability::new(
                 format!("p{}/{}", i / TOOLS_EACH, t.name),
                 if i % 3 == 0 {
-                    Class::Read
+                    CapabilityClass::Read
                 } else {
-                    Class::Write
+                    CapabilityClass::Write
                 },
                 None,
                 t.description.as_deref(),
@@ -92,7 +92,7 @@ fn turn(c: &mut Criterion) {
         Arc::new(registry),
         SessionOptions::new("bench", Arc::new(Auto)).with_connector(connector),
     );
-    let context = TurnContext::new("/bench/tree", TaskKind::Implementation).with_project("p");
+    let context = TurnContext::new("/bench/tree", TurnKind::Implementation).with_project("p");
     // The first turn starts the providers; the ones measured reuse them.
     let first = rt
         .block_on(session.begin_turn(context.clone()))

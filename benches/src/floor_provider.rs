@@ -415,7 +415,7 @@ impl Provider for ProviderFloor {
         NAME
     }
 
-    fn describe(&self) -> ProviderInfo {
+    fn info(&self) -> ProviderInfo {
         ProviderInfo::new(NAME)
     }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 use spear_capabilities::{
     AnswerStatus, Audit, Auto, CallRequest, Content, Provider, Registry, Session, SessionOptions,
-    TaskKind, Turn, TurnContext,
+    Turn, TurnContext, TurnKind,
 };
 use spear_mcp_stdio::{McpProvider, Options, ServerConfig};
 
@@ -102,7 +102,7 @@ impl Gateway {
             SessionOptions::new("bench", Arc::new(Auto)),
         );
         let turn = session
-            .begin_turn(TurnContext::new("/bench/tree", TaskKind::Implementation).with_project("p"))
+            .begin_turn(TurnContext::new("/bench/tree", TurnKind::Implementation).with_project("p"))
             .await
             .map_err(|e| e.to_string())?;
         if let Some(notice) = session.take_notices().first() {

@@ -7,7 +7,7 @@ use std::time::Duration;
 use clap::Args;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use spear_capabilities::registry::{self, CAPABILITIES_FILE_VAR};
-use spear_capabilities::{Audit, JsonLinesSink, Name, Registry, Runtime, TaskKind, TurnContext};
+use spear_capabilities::{Audit, JsonLinesSink, Name, Registry, Runtime, TurnContext, TurnKind};
 
 /// Which turn to act as.
 #[derive(Debug, Args)]
@@ -29,8 +29,8 @@ pub(crate) struct ContextArgs {
     #[arg(long, value_name = "DIR")]
     pub(crate) tree: Option<PathBuf>,
     /// What the turn is doing.
-    #[arg(long, default_value = "implementation", value_parser = names::<TaskKind>())]
-    pub(crate) task: TaskKind,
+    #[arg(long, default_value = "implementation", value_parser = names::<TurnKind>())]
+    pub(crate) task: TurnKind,
     /// The runtime the turn runs on.
     #[arg(long, default_value = "current", value_parser = names::<Runtime>())]
     pub(crate) runtime: Runtime,

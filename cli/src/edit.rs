@@ -17,7 +17,7 @@ use std::process::ExitCode;
 use clap::Args;
 use clap::builder::PossibleValuesParser;
 use serde_json::{Value, json};
-use spear_capabilities::{Audit, Name, Registry, TaskClass, WritePolicy};
+use spear_capabilities::{Audit, Name, Registry, RequestClass, WritePolicy};
 
 use crate::check::entry_lines;
 use crate::file::{self, FileArgs};
@@ -37,7 +37,7 @@ pub(crate) struct AddArgs {
     scope: Option<String>,
     /// The request classes it serves, comma-separated or repeated
     /// (absent: implementation and mixed).
-    #[arg(long, value_name = "CLASS", value_delimiter = ',', value_parser = names::<TaskClass>())]
+    #[arg(long, value_name = "CLASS", value_delimiter = ',', value_parser = names::<RequestClass>())]
     tasks: Vec<String>,
     /// The tools that only read, comma-separated or repeated; every other
     /// tool is a WRITE.

@@ -318,7 +318,7 @@ pub(crate) async fn list(ctx: &ContextArgs, as_json: bool) -> ExitCode {
             .candidates
             .iter()
             .filter(|c| c.decision != Decision::Selected)
-            .map(|c| (c.provider.as_str(), c.decision.describe()))
+            .map(|c| (c.provider.as_str(), c.decision.phrase()))
             .collect();
         let warnings = read_warnings(&registry, &states, shown);
         let hints: Vec<String> = report::project_hint(&registry, &ctx.turn())

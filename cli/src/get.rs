@@ -23,7 +23,7 @@ use spear_capabilities::admission::tool_name_problem;
 use spear_capabilities::session::start_budget_waiting;
 use spear_capabilities::vetting::ListingBudget;
 use spear_capabilities::{
-    Audit, Class, ConnectRequest, Error, ProviderEntry, ProviderInfo, Registry, ToolList,
+    Audit, CapabilityClass, ConnectRequest, Error, ProviderEntry, ProviderInfo, Registry, ToolList,
 };
 
 use crate::check::entry_json;
@@ -280,7 +280,7 @@ struct ToolView {
     name: String,
     title: Option<String>,
     description: Option<String>,
-    class: Class,
+    class: CapabilityClass,
     schema: Value,
     /// Why the gateway would leave it out, if it would.
     left_out: Option<String>,
@@ -317,7 +317,7 @@ async fn start(
     let left = budget.saturating_sub(began.elapsed());
     let listing = tokio::time::timeout(left, provider.list_tools()).await;
     let ready_in_ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX);
-    let info = provider.describe();
+    let info = provider.info();
     // Stopped however the listing went; a failure to stop is not the
     // operator's question here.
     let _ = provider.shutdown().await;
@@ -361,9 +361,9 @@ impl Started {
                 title: spec.title.clone(),
                 description: spec.description.clone(),
                 class: if entry.read.contains(&spec.name) {
-                    Class::Read
+                    CapabilityClass::Read
                 } else {
-                    Class::Write
+                    CapabilityClass::Write
                 },
                 schema: spec.input_schema.clone(),
                 left_out,

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::checks::{OutputSchema, ToolSchema};
-use crate::exposure::{Class, ShownCapability};
+use crate::exposure::{CapabilityClass, ShownCapability};
 use crate::framing::FrameHead;
 use crate::registry::ProviderEntry;
 use crate::vetting::ListingBudget;
@@ -122,9 +122,9 @@ pub(crate) fn admit(entry: &ProviderEntry, offered: ToolList) -> Admission {
             }
         };
         let class = if entry.read.contains(&spec.name) {
-            Class::Read
+            CapabilityClass::Read
         } else {
-            Class::Write
+            CapabilityClass::Write
         };
         let mut shown = ShownCapability::new(
             format!("{}/{}", entry.id, spec.name),
@@ -275,8 +275,8 @@ mod tests {
         let a = admit(&entry(), offered);
         let kept: Vec<_> = a.tools.iter().map(|t| t.shown.id.as_str()).collect();
         assert_eq!(kept, ["p/ok", "p/ok2"]);
-        assert_eq!(a.tools[0].shown.class, Class::Read);
-        assert_eq!(a.tools[1].shown.class, Class::Write);
+        assert_eq!(a.tools[0].shown.class, CapabilityClass::Read);
+        assert_eq!(a.tools[1].shown.class, CapabilityClass::Write);
         let r = reasons(&a);
         assert_eq!(r.len(), 7, "{r:?}");
         assert_eq!(r[0].1, "the tool has no name");

@@ -29,10 +29,10 @@ pub use time::{AuditTime, BadAuditTime};
 pub const AUDIT_SCHEMA: u32 = 1;
 
 use crate::UnavailableReason;
-use crate::exposure::Class;
+use crate::exposure::CapabilityClass;
 use crate::names::named;
-use crate::registry::{TaskClass, WritePolicy};
-use crate::selection::{Decision, Runtime, TaskKind};
+use crate::registry::{RequestClass, WritePolicy};
+use crate::selection::{Decision, Runtime, TurnKind};
 
 /// One audit record: when, in which session and turn, and what.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -76,7 +76,7 @@ pub enum AuditEvent {
         /// Its scope as written back, or `None` (applies nowhere).
         scope: Option<String>,
         /// The task classes it serves.
-        tasks: Vec<TaskClass>,
+        tasks: Vec<RequestClass>,
         /// The tools declared READ.
         read: Vec<String>,
         /// Its write policy.
@@ -100,7 +100,7 @@ pub enum AuditEvent {
         /// The turn's project, `None` for an unregistered tree.
         project: Option<String>,
         /// The turn's task.
-        task: TaskKind,
+        task: TurnKind,
         /// The runtime the turn runs on.
         runtime: Runtime,
         /// Whether the turn may use READ capabilities only.
@@ -198,7 +198,7 @@ pub enum AuditEvent {
         /// The capability id.
         capability: String,
         /// READ or WRITE.
-        class: Class,
+        class: CapabilityClass,
         /// The arguments, as JSON; cut as JSON when their compact form is
         /// over [`MAX_AUDIT_ARGUMENT_BYTES`] (`arguments_cut` says so).
         arguments: Value,

@@ -29,7 +29,7 @@ pub use audit::{
 };
 pub use connector::{Connector, KindConnector};
 pub use error::{Error, TurnError, UnavailableReason};
-pub use exposure::{Class, Exposure, Limits, Shown, ShownCapability, ShownUnavailable};
+pub use exposure::{CapabilityClass, Exposure, Limits, Shown, ShownCapability, ShownUnavailable};
 pub use kind::{ConnectFuture, ConnectRequest, DEFAULT_KIND, KindSettings, Kinds, ProviderKind};
 pub use names::{Name, UnknownName};
 pub use notice::Notice;
@@ -40,10 +40,10 @@ pub use provider::{
 };
 pub use registry::{
     EntryCheck, EntryProblem, EntryWarning, Position, ProviderEntry, RefusedEntry, Registry,
-    TaskClass, WritePolicy,
+    RequestClass, WritePolicy,
 };
 pub use scope::Scope;
-pub use selection::{Decision, Runtime, Selection, TaskKind, TurnContext, select};
+pub use selection::{Decision, Runtime, Selection, TurnContext, TurnKind, select};
 pub use session::{ProviderState, Session, SessionOptions};
 pub use tokens::{EstimatedTokens, TokenCounter};
 pub use turn::{Answer, AnswerStatus, Turn};

@@ -16,7 +16,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use crate::UnavailableReason;
-use crate::exposure::{Class, ShownCapability};
+use crate::exposure::{CapabilityClass, ShownCapability};
 use crate::framing::{MAX_INDEX_DESCRIPTION_CHARS, SchemaCut, neutralise, one_line};
 
 /// What a turn on SPEAR's earlier runtime is shown, and answered.
@@ -381,7 +381,7 @@ pub fn schema_unusable(capability: &str, framed_reason: &str) -> String {
 pub fn write_refused_by_policy(capability: &str, provider: &str) -> String {
     format!(
         "`{capability}` is a {}, and provider `{provider}` refuses writes (write policy \"refuse\").",
-        class_phrase(Class::Write)
+        class_phrase(CapabilityClass::Write)
     )
 }
 
@@ -389,11 +389,11 @@ pub fn write_refused_by_policy(capability: &str, provider: &str) -> String {
 pub fn write_refused_by_mode(capability: &str, mode: &str) -> String {
     format!(
         "`{capability}` is a {}, and the session's permission mode ({mode}) did not allow it.",
-        class_phrase(Class::Write)
+        class_phrase(CapabilityClass::Write)
     )
 }
 
-fn class_phrase(class: Class) -> String {
+fn class_phrase(class: CapabilityClass) -> String {
     format!("{class} capability")
 }
 

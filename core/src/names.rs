@@ -47,7 +47,7 @@ pub struct UnknownName {
 /// ```ignore
 /// named! {
 ///     /// READ or WRITE.
-///     pub enum Class {
+///     pub enum CapabilityClass {
 ///         /// Only reads.
 ///         Read = "READ",
 ///         /// Everything else.

@@ -308,7 +308,7 @@ pub trait Provider: Debug + Send + Sync + 'static {
     fn id(&self) -> &str;
 
     /// Facts for the operator (kind, version, process), never shown to a turn.
-    fn describe(&self) -> ProviderInfo;
+    fn info(&self) -> ProviderInfo;
 
     /// Lists every tool the provider offers, following all pages: what it
     /// offered, as it offered it. The gateway decides which are usable
@@ -361,8 +361,8 @@ macro_rules! forward_provider {
             fn id(&self) -> &str {
                 (**self).id()
             }
-            fn describe(&self) -> ProviderInfo {
-                (**self).describe()
+            fn info(&self) -> ProviderInfo {
+                (**self).info()
             }
             async fn list_tools(&self) -> Result<ToolList, Error> {
                 (**self).list_tools().await

@@ -39,7 +39,7 @@ use crate::audit::{Audit, AuditEvent};
 use crate::kind::Kinds;
 
 pub use check::{EntryCheck, EntryWarning};
-pub use entry::{EntryProblem, ProviderEntry, RefusedEntry, TaskClass, WritePolicy};
+pub use entry::{EntryProblem, ProviderEntry, RefusedEntry, RequestClass, WritePolicy};
 pub use fields::{Fields, type_name};
 pub use position::Position;
 

@@ -13,12 +13,12 @@ use std::path::PathBuf;
 
 use crate::audit::{Audit, AuditEvent, CandidateRecord};
 use crate::names::named;
-use crate::registry::{Registry, TaskClass};
+use crate::registry::{Registry, RequestClass};
 
 named! {
     /// What a turn is doing.
     #[non_exhaustive]
-    pub enum TaskKind {
+    pub enum TurnKind {
         /// An implementation turn (class `implementation`).
         Implementation = "implementation",
         /// The implementation pass of a MIXED change (class `mixed`).
@@ -34,15 +34,15 @@ named! {
     }
 }
 
-impl TaskKind {
+impl TurnKind {
     /// The request class an entry's `tasks` must list, or `None` for the
     /// kinds that external capabilities never reach.
-    pub fn class(self) -> Option<TaskClass> {
+    pub fn class(self) -> Option<RequestClass> {
         match self {
-            TaskKind::Implementation => Some(TaskClass::Implementation),
-            TaskKind::Mixed => Some(TaskClass::Mixed),
-            TaskKind::General => Some(TaskClass::General),
-            TaskKind::StandardQuestion | TaskKind::NormativePrepass | TaskKind::ComplianceCheck => {
+            TurnKind::Implementation => Some(RequestClass::Implementation),
+            TurnKind::Mixed => Some(RequestClass::Mixed),
+            TurnKind::General => Some(RequestClass::General),
+            TurnKind::StandardQuestion | TurnKind::NormativePrepass | TurnKind::ComplianceCheck => {
                 None
             }
         }
@@ -75,14 +75,14 @@ pub struct TurnContext {
     /// The folder the turn works in.
     pub tree: PathBuf,
     /// What the turn is doing.
-    pub task: TaskKind,
+    pub task: TurnKind,
     /// The runtime it runs on.
     pub runtime: Runtime,
 }
 
 impl TurnContext {
     /// A turn in an unregistered `tree` doing `task` on the current runtime.
-    pub fn new(tree: impl Into<PathBuf>, task: TaskKind) -> Self {
+    pub fn new(tree: impl Into<PathBuf>, task: TurnKind) -> Self {
         Self {
             project: None,
             families: Vec::new(),
@@ -140,7 +140,7 @@ named! {
 
 impl Decision {
     /// A short phrase for people.
-    pub fn describe(self) -> &'static str {
+    pub fn phrase(self) -> &'static str {
         match self {
             Decision::Selected => "selected",
             Decision::EarlierRuntime => "the earlier runtime has no capability gateway",
@@ -229,7 +229,7 @@ pub fn select(registry: &Registry, turn: &TurnContext, audit: &Audit) -> Selecti
         .collect();
     let selection = Selection {
         candidates,
-        read_only: class == Some(TaskClass::General),
+        read_only: class == Some(RequestClass::General),
         gateway: turn.runtime == Runtime::Current,
         class_served: class.is_some(),
     };
@@ -258,15 +258,15 @@ mod tests {
 
     #[test]
     fn names_are_the_serialised_names() {
-        for &k in TaskKind::ALL {
+        for &k in TurnKind::ALL {
             assert_eq!(serde_json::to_value(k).ok(), Some(k.as_str().into()));
-            assert_eq!(TaskKind::from_name(k.as_str()), Some(k));
+            assert_eq!(TurnKind::from_name(k.as_str()), Some(k));
         }
         for &r in Runtime::ALL {
             assert_eq!(serde_json::to_value(r).ok(), Some(r.as_str().into()));
             assert_eq!(Runtime::from_name(r.as_str()), Some(r));
         }
-        assert_eq!(TaskKind::from_name("chat"), None);
-        assert_eq!(TaskKind::StandardQuestion.to_string(), "standard-question");
+        assert_eq!(TurnKind::from_name("chat"), None);
+        assert_eq!(TurnKind::StandardQuestion.to_string(), "standard-question");
     }
 }

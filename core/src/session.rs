@@ -14,7 +14,7 @@
 //! use std::path::Path;
 //! use std::sync::Arc;
 //! use spear_capabilities::{
-//!     AnswerStatus, Audit, Auto, Registry, Session, SessionOptions, TaskKind, TurnContext,
+//!     AnswerStatus, Audit, Auto, Registry, Session, SessionOptions, TurnKind, TurnContext,
 //! };
 //! use spear_testkit::{MockConnector, MockProvider};
 //! # #[tokio::main(flavor = "current_thread")]
@@ -40,7 +40,7 @@
 //!     SessionOptions::new("session-1", Arc::new(Auto)).with_connector(connector),
 //! );
 //! let turn = session
-//!     .begin_turn(TurnContext::new("/src/fw", TaskKind::Implementation).with_project("fw"))
+//!     .begin_turn(TurnContext::new("/src/fw", TurnKind::Implementation).with_project("fw"))
 //!     .await?;
 //! assert!(turn.shown().text.contains("notes/get_note (READ)"));
 //!

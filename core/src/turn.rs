@@ -27,7 +27,9 @@ use serde_json::Value;
 use crate::admission::Tool;
 use crate::audit::{Audit, AuditEvent};
 use crate::command::{CapabilityId, Command, Recognized, Refusal, recognize};
-use crate::exposure::{Class, Exposure, Shown, ShownCapability, ShownUnavailable, expose};
+use crate::exposure::{
+    CapabilityClass, Exposure, Shown, ShownCapability, ShownUnavailable, expose,
+};
 use crate::framing::{
     MAX_SHOWN_SCHEMA_CHARS, MAX_SHOWN_SCHEMA_NAMES_CHARS, one_line, property_schema, schema_text,
 };
@@ -266,7 +268,7 @@ impl Turn {
                 Found::Ready(ready) => {
                     let mut tools = BTreeMap::new();
                     for (index, tool) in ready.tools.iter().enumerate() {
-                        if self.read_only && tool.shown.class == Class::Write {
+                        if self.read_only && tool.shown.class == CapabilityClass::Write {
                             continue;
                         }
                         let admitted = Admitted {

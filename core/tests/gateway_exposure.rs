@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use common::{Bench, implementation, turn};
 use serde_json::json;
-use spear_capabilities::{AnswerStatus, Auto, Class, Exposure, Runtime, TaskKind, ToolSpec};
+use spear_capabilities::{
+    AnswerStatus, Auto, CapabilityClass, Exposure, Runtime, ToolSpec, TurnKind,
+};
 use spear_testkit::ours;
 
 fn notes_bench() -> Bench {
@@ -64,9 +66,9 @@ notes/add_note (WRITE): Add a note
     assert_eq!(
         classes,
         [
-            ("notes/search_notes", Class::Read),
-            ("notes/get_note", Class::Read),
-            ("notes/add_note", Class::Write)
+            ("notes/search_notes", CapabilityClass::Read),
+            ("notes/get_note", CapabilityClass::Read),
+            ("notes/add_note", CapabilityClass::Write)
         ]
     );
     assert_eq!(
@@ -214,7 +216,7 @@ async fn general_questions_see_read_capabilities_only() {
     let b = notes_bench();
     let t = b
         .session(Arc::new(Auto))
-        .begin_turn(turn(TaskKind::General))
+        .begin_turn(turn(TurnKind::General))
         .await
         .expect("the turn begins");
     let ids: Vec<_> = t
@@ -264,9 +266,9 @@ async fn the_earlier_runtime_is_told_in_one_line_and_recorded() {
 #[tokio::test]
 async fn turns_never_served_are_shown_nothing_and_answered_so() {
     for task in [
-        TaskKind::StandardQuestion,
-        TaskKind::NormativePrepass,
-        TaskKind::ComplianceCheck,
+        TurnKind::StandardQuestion,
+        TurnKind::NormativePrepass,
+        TurnKind::ComplianceCheck,
     ] {
         let b = notes_bench();
         let t = b
@@ -293,7 +295,7 @@ async fn a_turn_with_no_provider_is_shown_nothing() {
         .session(Arc::new(Auto))
         .begin_turn(spear_capabilities::TurnContext::new(
             "/tmp/x",
-            TaskKind::Implementation,
+            TurnKind::Implementation,
         ))
         .await
         .expect("the turn begins");

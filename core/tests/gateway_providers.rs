@@ -342,11 +342,11 @@ async fn a_read_name_the_provider_does_not_offer_is_recorded_and_changes_nothing
     // says: recorded for the operator, never guessed at.
     assert_eq!(
         class("time/convert_time"),
-        Some(spear_capabilities::Class::Write)
+        Some(spear_capabilities::CapabilityClass::Write)
     );
     assert_eq!(
         class("time/get_time"),
-        Some(spear_capabilities::Class::Read)
+        Some(spear_capabilities::CapabilityClass::Read)
     );
     let events = b.sink.named("read_not_offered");
     assert_eq!(events.len(), 1, "{events:?}");

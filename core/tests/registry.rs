@@ -7,8 +7,8 @@ use std::time::Duration;
 use serde_json::Value;
 use spear_capabilities::registry::{self, DEFAULT_TIMEOUT};
 use spear_capabilities::{
-    EntryProblem, EntryWarning, Error, KindSettings, Kinds, ProviderKind, Registry, Scope,
-    TaskClass, WritePolicy,
+    EntryProblem, EntryWarning, Error, KindSettings, Kinds, ProviderKind, Registry, RequestClass,
+    Scope, WritePolicy,
 };
 use spear_testkit::RecordingSink;
 
@@ -85,7 +85,7 @@ fn the_spec_example_registers_with_its_values() {
     assert_eq!(e.scope, Some(Scope::Corpus(vec!["firmware-a".into()])));
     assert_eq!(
         e.tasks.iter().copied().collect::<Vec<_>>(),
-        [TaskClass::Implementation, TaskClass::Mixed]
+        [RequestClass::Implementation, RequestClass::Mixed]
     );
     assert_eq!(
         e.read.iter().map(String::as_str).collect::<Vec<_>>(),
@@ -108,7 +108,7 @@ fn defaults_are_the_specs() {
     assert_eq!(e.scope, None, "without a scope it applies nowhere");
     assert_eq!(
         e.tasks.iter().copied().collect::<Vec<_>>(),
-        [TaskClass::Implementation, TaskClass::Mixed]
+        [RequestClass::Implementation, RequestClass::Mixed]
     );
     assert!(e.read.is_empty());
     assert_eq!(e.write, WritePolicy::Refuse);

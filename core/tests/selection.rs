@@ -3,7 +3,7 @@
 mod common;
 
 use serde_json::json;
-use spear_capabilities::{Decision, Registry, Runtime, TaskKind, TurnContext, select};
+use spear_capabilities::{Decision, Registry, Runtime, TurnContext, TurnKind, select};
 use spear_testkit::RecordingSink;
 
 /// One registry of providers, one per way of being scoped.
@@ -37,7 +37,7 @@ fn selected(turn: &TurnContext) -> Vec<String> {
         .collect()
 }
 
-fn fw(task: TaskKind) -> TurnContext {
+fn fw(task: TurnKind) -> TurnContext {
     TurnContext::new("/srv/fw/src", task)
         .with_project("fw")
         .with_families(["embedded"])
@@ -46,14 +46,14 @@ fn fw(task: TaskKind) -> TurnContext {
 #[test]
 fn an_implementation_turn_gets_every_provider_whose_scope_and_tasks_cover_it() {
     assert_eq!(
-        selected(&fw(TaskKind::Implementation)),
+        selected(&fw(TurnKind::Implementation)),
         ["everywhere", "fw-only", "embedded", "tree"]
     );
 }
 
 #[test]
 fn a_provider_for_one_project_never_reaches_another() {
-    let web = TurnContext::new("/srv/web", TaskKind::Implementation).with_project("web");
+    let web = TurnContext::new("/srv/web", TurnKind::Implementation).with_project("web");
     assert_eq!(selected(&web), ["everywhere"]);
     let d = decisions(&web);
     assert!(d.contains(&("fw-only".into(), Decision::ScopeDoesNotCover)));
@@ -63,7 +63,7 @@ fn a_provider_for_one_project_never_reaches_another() {
 
 #[test]
 fn an_unregistered_tree_inherits_none_not_even_global() {
-    let stray = TurnContext::new("/srv/fw/src", TaskKind::Implementation);
+    let stray = TurnContext::new("/srv/fw/src", TurnKind::Implementation);
     let d = decisions(&stray);
     assert!(
         d.iter().all(|(_, d)| *d == Decision::UnregisteredTree),
@@ -74,28 +74,28 @@ fn an_unregistered_tree_inherits_none_not_even_global() {
 #[test]
 fn without_a_scope_a_provider_applies_nowhere() {
     assert!(
-        decisions(&fw(TaskKind::Implementation)).contains(&("nowhere".into(), Decision::NoScope))
+        decisions(&fw(TurnKind::Implementation)).contains(&("nowhere".into(), Decision::NoScope))
     );
 }
 
 #[test]
 fn a_disabled_entry_is_kept_but_not_used() {
-    assert!(decisions(&fw(TaskKind::Implementation)).contains(&("off".into(), Decision::Disabled)));
+    assert!(decisions(&fw(TurnKind::Implementation)).contains(&("off".into(), Decision::Disabled)));
 }
 
 #[test]
 fn tasks_decide_which_request_classes_a_provider_serves() {
     // Default tasks are implementation and mixed.
     assert_eq!(
-        selected(&fw(TaskKind::Mixed)),
+        selected(&fw(TurnKind::Mixed)),
         ["everywhere", "fw-only", "embedded", "tree", "mixed-only"]
     );
-    assert_eq!(selected(&fw(TaskKind::General)), ["asks"]);
+    assert_eq!(selected(&fw(TurnKind::General)), ["asks"]);
     assert!(
-        decisions(&fw(TaskKind::General)).contains(&("everywhere".into(), Decision::TaskNotServed))
+        decisions(&fw(TurnKind::General)).contains(&("everywhere".into(), Decision::TaskNotServed))
     );
     assert!(
-        decisions(&fw(TaskKind::Implementation))
+        decisions(&fw(TurnKind::Implementation))
             .contains(&("asks".into(), Decision::TaskNotServed))
     );
 }
@@ -103,17 +103,17 @@ fn tasks_decide_which_request_classes_a_provider_serves() {
 #[test]
 fn general_questions_are_read_only_and_the_others_are_not() {
     let audit = RecordingSink::new().1;
-    assert!(select(&registry(), &fw(TaskKind::General), &audit).read_only);
-    assert!(!select(&registry(), &fw(TaskKind::Implementation), &audit).read_only);
-    assert!(!select(&registry(), &fw(TaskKind::Mixed), &audit).read_only);
+    assert!(select(&registry(), &fw(TurnKind::General), &audit).read_only);
+    assert!(!select(&registry(), &fw(TurnKind::Implementation), &audit).read_only);
+    assert!(!select(&registry(), &fw(TurnKind::Mixed), &audit).read_only);
 }
 
 #[test]
 fn standard_questions_the_prepass_and_the_compliance_check_get_nothing() {
     for task in [
-        TaskKind::StandardQuestion,
-        TaskKind::NormativePrepass,
-        TaskKind::ComplianceCheck,
+        TurnKind::StandardQuestion,
+        TurnKind::NormativePrepass,
+        TurnKind::ComplianceCheck,
     ] {
         let s = select(&registry(), &fw(task), &RecordingSink::new().1);
         assert!(!s.class_served);
@@ -130,7 +130,7 @@ fn standard_questions_the_prepass_and_the_compliance_check_get_nothing() {
 fn the_earlier_runtime_has_no_gateway() {
     let s = select(
         &registry(),
-        &fw(TaskKind::Implementation).with_runtime(Runtime::Earlier),
+        &fw(TurnKind::Implementation).with_runtime(Runtime::Earlier),
         &RecordingSink::new().1,
     );
     assert!(!s.gateway);
@@ -143,7 +143,7 @@ fn the_earlier_runtime_has_no_gateway() {
 
 #[test]
 fn a_path_scope_covers_the_folder_and_below_only() {
-    let at = |tree: &str| TurnContext::new(tree, TaskKind::Implementation).with_project("other");
+    let at = |tree: &str| TurnContext::new(tree, TurnKind::Implementation).with_project("other");
     assert!(selected(&at("/srv/fw")).contains(&"tree".to_owned()));
     assert!(selected(&at("/srv/fw/a/b")).contains(&"tree".to_owned()));
     assert!(!selected(&at("/srv/fwx")).contains(&"tree".to_owned()));
@@ -155,7 +155,7 @@ fn the_decision_is_one_audit_record_with_every_candidate_and_why() {
     let (sink, audit) = RecordingSink::new();
     select(
         &registry(),
-        &fw(TaskKind::General),
+        &fw(TurnKind::General),
         &audit.for_session("s").for_turn("t1"),
     );
     assert_eq!(sink.names(), ["capability_family_selected"]);

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use spear_capabilities::{
-    Audit, JsonLinesSink, ReadOnly, Session, SessionOptions, TaskKind, TurnContext,
+    Audit, JsonLinesSink, ReadOnly, Session, SessionOptions, TurnContext, TurnKind,
 };
 
 #[tokio::main(flavor = "current_thread")]
@@ -24,7 +24,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         SessionOptions::new("embed-example", Arc::new(ReadOnly)).with_audit(audit),
     );
     let turn = session
-        .begin_turn(TurnContext::new("examples", TaskKind::Implementation).with_project("demo"))
+        .begin_turn(TurnContext::new("examples", TurnKind::Implementation).with_project("demo"))
         .await?;
     println!("{}", turn.shown().text);
     for notice in session.take_notices() {

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use spear_capabilities::{Audit, JsonLinesSink, TaskKind, TurnContext, select};
+use spear_capabilities::{Audit, JsonLinesSink, TurnContext, TurnKind, select};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -16,7 +16,7 @@ fn main() -> ExitCode {
         eprintln!("usage: select-providers CAPABILITIES_JSON PROJECT implementation|mixed|general");
         return ExitCode::from(2);
     };
-    let task: TaskKind = match task.parse() {
+    let task: TurnKind = match task.parse() {
         Ok(task) => task,
         Err(e) => {
             eprintln!("unknown task: {e}");
@@ -41,7 +41,7 @@ fn main() -> ExitCode {
         &audit.for_session("example").for_turn("1"),
     );
     for c in &selection.candidates {
-        println!("{:<12} {}", c.provider, c.decision.describe());
+        println!("{:<12} {}", c.provider, c.decision.phrase());
     }
     ExitCode::SUCCESS
 }

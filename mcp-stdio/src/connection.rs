@@ -29,7 +29,7 @@ use crate::process::{Pipes, ServerProcess};
 use crate::trace::Trace;
 
 /// What happened on the connection that is not an answer to us: kept for the
-/// operator (`describe`), never shown to a turn.
+/// operator (`Provider::info`), never shown to a turn.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Stats {

@@ -313,7 +313,7 @@ impl Provider for McpProvider {
         &self.id
     }
 
-    fn describe(&self) -> ProviderInfo {
+    fn info(&self) -> ProviderInfo {
         let stats = self.stats();
         let mut info = ProviderInfo::new(NAME)
             .with_detail("pid", self.pid().to_string())

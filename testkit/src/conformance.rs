@@ -131,9 +131,9 @@ pub async fn concurrent_calls_get_their_own_answers(p: &dyn Provider) {
     }
 }
 
-/// `describe` names the kind; nothing else is required of it.
-pub async fn describe_names_the_kind(p: &dyn Provider, kind: &str) {
-    assert_eq!(p.describe().kind, kind);
+/// `info` names the kind; nothing else is required of it.
+pub async fn info_names_the_kind(p: &dyn Provider, kind: &str) {
+    assert_eq!(p.info().kind, kind);
 }
 
 /// Shutdown succeeds, a second one too, and every later use is
@@ -155,6 +155,6 @@ pub async fn run_all(p: &dyn Provider, kind: &str) {
     tool_failure_is_a_result(p).await;
     rejected_call_leaves_the_provider_usable(p).await;
     concurrent_calls_get_their_own_answers(p).await;
-    describe_names_the_kind(p, kind).await;
+    info_names_the_kind(p, kind).await;
     shutdown_is_final_and_idempotent(p).await;
 }

@@ -224,7 +224,7 @@ impl Provider for MockProvider {
         &self.id
     }
 
-    fn describe(&self) -> ProviderInfo {
+    fn info(&self) -> ProviderInfo {
         ProviderInfo::new("mock").with_detail("tools", self.lock().tools.len().to_string())
     }
 

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use futures::future::BoxFuture;
 use serde_json::json;
 use spear_capabilities::{
-    AnswerStatus, Ask, Registry, Session, SessionOptions, TaskKind, TurnContext, WriteRequest,
+    AnswerStatus, Ask, Registry, Session, SessionOptions, TurnContext, TurnKind, WriteRequest,
 };
 use spear_testkit::{RecordingSink, ours};
 
@@ -41,7 +41,7 @@ async fn every_argument_is_in_the_question_whatever_the_size_of_the_others() {
         SessionOptions::new("confirm", Arc::new(person)).with_audit(audit),
     );
     let turn = session
-        .begin_turn(TurnContext::new("/src", TaskKind::Implementation).with_project("p"))
+        .begin_turn(TurnContext::new("/src", TurnKind::Implementation).with_project("p"))
         .await
         .expect("the turn begins");
     // Keys sort `a_body` first: 4 100 spaces of it once hid `to` in a

@@ -198,7 +198,7 @@ async fn a_server_without_the_tools_capability_is_never_sent_tools_list() {
         );
         // Said as such, not as a listing that came back empty (issue 35.2).
         assert!(list.declares_no_tools, "{list:?}");
-        let info = p.describe();
+        let info = p.info();
         let detail = info.details.iter().find(|(k, _)| k == "tools_capability");
         assert_eq!(
             detail.map(|(_, v)| v.as_str()),

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use serde_json::{Value, json};
 use spear_capabilities::{
-    AnswerStatus, Audit, Auto, Registry, Session, SessionOptions, TaskKind, TurnContext,
+    AnswerStatus, Audit, Auto, Registry, Session, SessionOptions, TurnContext, TurnKind,
 };
 use spear_testkit::{ours, procfs};
 // Links the mcp-stdio kind.
@@ -105,7 +105,7 @@ fn registry(dir: &Path, providers: usize) -> Registry {
 }
 
 fn context(dir: &Path) -> TurnContext {
-    TurnContext::new(dir.to_owned(), TaskKind::Implementation).with_project("p")
+    TurnContext::new(dir.to_owned(), TurnKind::Implementation).with_project("p")
 }
 
 #[derive(Debug, Default)]

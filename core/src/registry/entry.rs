@@ -22,7 +22,7 @@ named! {
     /// A request class a provider can serve (the entry's `tasks`).
     #[derive(PartialOrd, Ord)]
     #[non_exhaustive]
-    pub enum TaskClass {
+    pub enum RequestClass {
         /// Implementation turns.
         Implementation = "implementation",
         /// The implementation pass of a MIXED change.
@@ -58,7 +58,7 @@ pub struct ProviderEntry {
     /// Where it applies; `None` is nowhere.
     pub scope: Option<Scope>,
     /// The classes it serves.
-    pub tasks: BTreeSet<TaskClass>,
+    pub tasks: BTreeSet<RequestClass>,
     /// The tools that only read; every other tool is a WRITE.
     pub read: BTreeSet<String>,
     /// Its write policy.
@@ -198,7 +198,7 @@ pub(super) fn parse_entry(
             }
         });
     let tasks = match fields.raw("tasks") {
-        None => BTreeSet::from([TaskClass::Implementation, TaskClass::Mixed]),
+        None => BTreeSet::from([RequestClass::Implementation, RequestClass::Mixed]),
         Some(v) => parse_tasks(v).unwrap_or_else(|msg| {
             fields.problem("tasks", msg);
             BTreeSet::new()
@@ -296,8 +296,8 @@ fn id_problem(id: &str) -> Option<String> {
     }
 }
 
-fn parse_tasks(v: &Value) -> Result<BTreeSet<TaskClass>, String> {
-    let allowed = format!("allowed: {}", quoted_names::<TaskClass>());
+fn parse_tasks(v: &Value) -> Result<BTreeSet<RequestClass>, String> {
+    let allowed = format!("allowed: {}", quoted_names::<RequestClass>());
     let Value::Array(items) = v else {
         return Err(format!(
             "must be a list of task classes, found {}; {allowed}",
@@ -311,7 +311,7 @@ fn parse_tasks(v: &Value) -> Result<BTreeSet<TaskClass>, String> {
     for item in items {
         let class = item
             .as_str()
-            .and_then(TaskClass::from_name)
+            .and_then(RequestClass::from_name)
             .ok_or_else(|| format!("{item} is not a task class; {allowed}"))?;
         if !out.insert(class) {
             return Err(format!("lists {item} twice"));

@@ -378,7 +378,7 @@ impl Slot {
             started_in: ready.started_in,
             tools: ready.tools.len(),
             declares_no_tools: ready.declares_no_tools,
-            info: ready.provider.describe(),
+            info: ready.provider.info(),
         })
     }
 

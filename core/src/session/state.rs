@@ -66,7 +66,7 @@ pub enum ProviderState {
         /// the `tools` capability): a provider with no capabilities, not
         /// one whose listing came back empty.
         declares_no_tools: bool,
-        /// What its kind says of it ([`Provider::describe`], asked when the
+        /// What its kind says of it ([`Provider::info`], asked when the
         /// state is read): e.g. an MCP server's name, version and protocol.
         /// For the operator only: a turn is never shown any of it.
         info: ProviderInfo,

@@ -23,7 +23,7 @@ use super::{Answer, AnswerStatus, Resolved, Turn};
 use crate::audit::{AuditEvent, ModeName, Outcome};
 use crate::checks::{CheckFailure, OutputCheck};
 use crate::command::CapabilityId;
-use crate::exposure::{Class, Exposure};
+use crate::exposure::{CapabilityClass, Exposure};
 use crate::framing::{NoToken, json_text, one_line, result_text};
 use crate::messages;
 use crate::permission::WriteRequest;
@@ -63,7 +63,7 @@ impl Turn {
         // What the check took comes out of the call's bound.
         let bound = (slot.entry.timeout + TIMEOUT_GRACE).saturating_sub(checking.elapsed());
         let audited = bounded_arguments(&arguments);
-        if tool.shown.class == Class::Write {
+        if tool.shown.class == CapabilityClass::Write {
             let request = WriteRequest::new(cap.as_str(), &arguments);
             if let Some(reason) = self.write_refusal(slot, request, audited.clone()).await {
                 return self.refuse(Some(id), line, &reason);
@@ -327,7 +327,7 @@ impl Turn {
 struct Sent<'a> {
     turn: &'a Turn,
     capability: &'a str,
-    class: Class,
+    class: CapabilityClass,
     /// Taken when the record is written: bounded, and their whole size
     /// when cut.
     arguments: Option<(Value, Option<u64>)>,

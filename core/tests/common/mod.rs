@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use spear_capabilities::{
-    Audit, PermissionMode, Registry, Session, SessionOptions, TaskKind, Turn, TurnContext,
+    Audit, PermissionMode, Registry, Session, SessionOptions, Turn, TurnContext, TurnKind,
 };
 use spear_testkit::{MockConnector, MockHandle, MockProvider, RecordingSink};
 
@@ -67,11 +67,11 @@ impl Bench {
 
 /// An implementation turn in project `fw`.
 pub fn implementation() -> TurnContext {
-    TurnContext::new("/srv/fw", TaskKind::Implementation).with_project("fw")
+    TurnContext::new("/srv/fw", TurnKind::Implementation).with_project("fw")
 }
 
 /// A turn of `task` in project `fw`.
-pub fn turn(task: TaskKind) -> TurnContext {
+pub fn turn(task: TurnKind) -> TurnContext {
     TurnContext::new("/srv/fw", task).with_project("fw")
 }
 

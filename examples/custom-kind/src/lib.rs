@@ -74,7 +74,7 @@ impl Provider for Calculator {
         &self.id
     }
 
-    fn describe(&self) -> ProviderInfo {
+    fn info(&self) -> ProviderInfo {
         ProviderInfo::new(NAME).with_detail("max", self.max.to_string())
     }
 

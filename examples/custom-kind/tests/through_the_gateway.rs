@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use spear_capabilities::{
-    AnswerStatus, Audit, Auto, Kinds, Registry, Session, SessionOptions, TaskKind, TurnContext,
+    AnswerStatus, Audit, Auto, Kinds, Registry, Session, SessionOptions, TurnContext, TurnKind,
 };
 use spear_example_kind as _;
 use spear_testkit::ours;
@@ -36,7 +36,7 @@ async fn a_turn_uses_the_calculator_through_the_gateway() {
     );
     let session = Session::open(Arc::new(registry), SessionOptions::new("s", Arc::new(Auto)));
     let turn = session
-        .begin_turn(TurnContext::new("/src", TaskKind::Implementation).with_project("p"))
+        .begin_turn(TurnContext::new("/src", TurnKind::Implementation).with_project("p"))
         .await
         .expect("the turn begins");
     assert!(turn.shown().text.contains("calc/add (READ)"));

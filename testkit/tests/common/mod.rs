@@ -108,9 +108,9 @@ pub fn call(tool: &str) -> CallRequest {
     CallRequest::new(tool, serde_json::Map::new())
 }
 
-/// A detail of `describe`.
+/// A detail of `Provider::info`.
 pub fn detail(p: &dyn Provider, name: &str) -> String {
-    p.describe()
+    p.info()
         .details
         .into_iter()
         .find(|(n, _)| n == name)

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use spear_capabilities::{
-    Answer, AnswerStatus, Auto, Notice, Registry, Session, SessionOptions, TaskKind, Turn,
-    TurnContext,
+    Answer, AnswerStatus, Auto, Notice, Registry, Session, SessionOptions, Turn, TurnContext,
+    TurnKind,
 };
 use spear_testkit::{RecordingSink, ours};
 // Links the mcp-stdio kind, as SPEAR's binary does.
@@ -85,7 +85,7 @@ pub fn bench_with(server: Server, timeout: f64, extra: Value) -> Bench {
 
 /// An implementation turn in project `p`.
 pub fn context(tree: &Path) -> TurnContext {
-    TurnContext::new(PathBuf::from(tree), TaskKind::Implementation).with_project("p")
+    TurnContext::new(PathBuf::from(tree), TurnKind::Implementation).with_project("p")
 }
 
 impl Bench {
