@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use serde_json::json;
-use spear_capabilities::exposure::expose;
+use spear_capabilities::internals::exposure::expose;
 use spear_capabilities::{
     Audit, Auto, CapabilityClass, EstimatedTokens, Limits, Registry, Session, SessionOptions,
     ShownCapability, ToolSpec, TurnContext, TurnKind,

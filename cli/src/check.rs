@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use serde_json::json;
-use spear_capabilities::registry::{self, CAPABILITIES_FILE_VAR};
+use spear_capabilities::CAPABILITIES_FILE_VAR;
 use spear_capabilities::{Audit, EntryCheck, ProviderEntry, Registry};
 
 use crate::out::{Closed, out};
@@ -18,7 +18,7 @@ pub(crate) fn run(file: Option<PathBuf>, projects: &Path, as_json: bool) -> Exit
         }
     }
     let path =
-        file.unwrap_or_else(|| registry::locate(projects, std::env::var_os(CAPABILITIES_FILE_VAR)));
+        file.unwrap_or_else(|| Registry::locate(projects, std::env::var_os(CAPABILITIES_FILE_VAR)));
     let registry = match spear_providers::registry(&path, &Audit::null()) {
         Ok(r) => r,
         Err(e) => {

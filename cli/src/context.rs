@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::Args;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
-use spear_capabilities::registry::{self, CAPABILITIES_FILE_VAR};
+use spear_capabilities::CAPABILITIES_FILE_VAR;
 use spear_capabilities::{Audit, JsonLinesSink, Name, Registry, Runtime, TurnContext, TurnKind};
 
 /// Which turn to act as.
@@ -84,7 +84,7 @@ impl ContextArgs {
     /// The capabilities file these flags name.
     pub(crate) fn file(&self) -> PathBuf {
         self.capabilities.clone().unwrap_or_else(|| {
-            registry::locate(&self.projects, std::env::var_os(CAPABILITIES_FILE_VAR))
+            Registry::locate(&self.projects, std::env::var_os(CAPABILITIES_FILE_VAR))
         })
     }
 

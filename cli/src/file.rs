@@ -22,7 +22,7 @@ use clap::Args;
 use jsonc_parser::ParseOptions;
 use jsonc_parser::cst::{CstInputValue, CstRootNode};
 use serde_json::Value;
-use spear_capabilities::registry::{self, CAPABILITIES_FILE_VAR};
+use spear_capabilities::{CAPABILITIES_FILE_VAR, Registry};
 
 /// Which capabilities file to read or edit.
 #[derive(Debug, Args)]
@@ -40,7 +40,7 @@ impl FileArgs {
     /// The capabilities file these flags name.
     pub(crate) fn path(&self) -> PathBuf {
         self.capabilities.clone().unwrap_or_else(|| {
-            registry::locate(&self.projects, std::env::var_os(CAPABILITIES_FILE_VAR))
+            Registry::locate(&self.projects, std::env::var_os(CAPABILITIES_FILE_VAR))
         })
     }
 }

@@ -9,8 +9,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use spear_capabilities::command::{CapabilityId, Command};
-use spear_capabilities::selection::Decision;
+use spear_capabilities::internals::command::{CapabilityId, Command};
+use spear_capabilities::internals::selection::Decision;
 use spear_capabilities::{
     Answer, AnswerStatus, Audit, Exposure, PermissionMode, ProviderState, ReadOnly, Registry,
     Session, SessionOptions, Shown, Turn,
@@ -312,8 +312,11 @@ pub(crate) async fn list(ctx: &ContextArgs, as_json: bool) -> ExitCode {
     let body = async {
         let shown = turn.shown();
         let states = session.provider_states();
-        let selection =
-            spear_capabilities::selection::select(&registry, &ctx.turn(), &Audit::null());
+        let selection = spear_capabilities::internals::selection::select(
+            &registry,
+            &ctx.turn(),
+            &Audit::null(),
+        );
         let left_out: Vec<(&str, &str)> = selection
             .candidates
             .iter()
@@ -379,7 +382,10 @@ pub(crate) async fn list(ctx: &ContextArgs, as_json: bool) -> ExitCode {
                 .max()
                 .unwrap_or(0);
             for c in &shown.capabilities {
-                out!("{}", spear_capabilities::messages::index_line(c, width))?;
+                out!(
+                    "{}",
+                    spear_capabilities::internals::messages::index_line(c, width)
+                )?;
             }
         }
         Ok(exit_counting_refused(&registry, all_ok))
@@ -445,8 +451,11 @@ pub(crate) async fn invoke(
         // Only the provider named was started: a misspelt provider is
         // matched against the ids the turn selects, a misspelt tool against
         // the started provider's capabilities.
-        let selection =
-            spear_capabilities::selection::select(&registry, &ctx.turn(), &Audit::null());
+        let selection = spear_capabilities::internals::selection::select(
+            &registry,
+            &ctx.turn(),
+            &Audit::null(),
+        );
         let providers: Vec<&str> = selection.selected().collect();
         let near_provider = (!providers.contains(&id.provider.as_str()))
             .then(|| closest(&id.provider, &providers))
@@ -466,7 +475,7 @@ pub(crate) async fn invoke(
             let mut v = answer_json(&format!("invoke {id}"), Some(&answer));
             // For the operator only: the provider's own result, beside the
             // framed text a turn would read.
-            if let Some(result) = &answer.result {
+            if let Some(result) = answer.operator_result() {
                 v["result"] = result_json(result);
             }
             if let Some(hint) = &hint {

@@ -19,9 +19,9 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use serde_json::{Value, json};
-use spear_capabilities::admission::tool_name_problem;
-use spear_capabilities::session::start_budget_waiting;
-use spear_capabilities::vetting::ListingBudget;
+use spear_capabilities::internals::admission::tool_name_problem;
+use spear_capabilities::internals::session::start_budget_waiting;
+use spear_capabilities::internals::vetting::ListingBudget;
 use spear_capabilities::{
     Audit, CapabilityClass, ConnectRequest, Error, ProviderEntry, ProviderInfo, Registry, ToolList,
 };

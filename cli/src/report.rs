@@ -7,8 +7,8 @@
 //! turn's view (`--json`), never inside what the turn is shown.
 
 use serde_json::{Value, json};
-use spear_capabilities::registry::RefusedEntry;
-use spear_capabilities::selection::{self, Decision};
+use spear_capabilities::internals::registry::RefusedEntry;
+use spear_capabilities::internals::selection::{self, Decision};
 use spear_capabilities::{Audit, Registry, TurnContext};
 
 use crate::context::ContextArgs;

@@ -108,7 +108,7 @@ impl Display {
         match (state, self.wait) {
             (ProviderState::Starting { .. }, Some(wait)) => format!(
                 "  {style}{status:<8}{style:#} {id}: {detail}, waiting up to {} (--wait)",
-                spear_capabilities::messages::seconds(wait)
+                spear_capabilities::internals::messages::seconds(wait)
             ),
             _ => format!("  {style}{status:<8}{style:#} {id}: {detail}"),
         }

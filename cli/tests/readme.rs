@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use spear_capabilities::command::{Recognized, recognize};
+use spear_capabilities::internals::command::{Recognized, recognize};
 use spear_capabilities::{AUDIT_SCHEMA, Audit, AuditEvent, AuditRecord, Registry};
 use spear_providers as _;
 

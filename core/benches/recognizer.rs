@@ -10,7 +10,7 @@
 use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use spear_capabilities::command::{recognize, recognize_unfiltered};
+use spear_capabilities::internals::command::{recognize, recognize_unfiltered};
 
 /// A typical terminal command, not ours, about 200 bytes.
 const NOT_OURS: &str = "cd /work/project && cargo test --workspace --all-features -- --nocapture 2>&1 | grep -E 'error|warning' | head -50 && git status --short && echo \"done at $(date +%H:%M) in $PWD\" # check";

@@ -41,7 +41,7 @@
 //! ```
 //!
 //! ```
-//! use spear_capabilities::command::{recognize, Command, Recognized};
+//! use spear_capabilities::internals::command::{recognize, Command, Recognized};
 //!
 //! assert_eq!(recognize("grep spear-capability notes.md"), Recognized::NotOurs);
 //! let Recognized::Ours(Ok(Command::Invoke { id, arguments })) =

@@ -84,8 +84,10 @@ pub struct ProviderKind {
     pub name: &'static str,
     /// The keys this kind accepts besides the common ones, for messages.
     pub keys: &'static [&'static str],
-    /// Checks the entry's kind-specific keys; an empty list means valid.
-    /// Unknown keys must be reported here.
+    /// Checks the entry's kind-specific keys (those in `keys`); an empty
+    /// list means valid. Keys in neither `keys` nor the common ones are
+    /// refused by the core before this is called: a kind need not look
+    /// for them.
     pub validate: fn(&KindSettings) -> Vec<EntryProblem>,
     /// Starts one provider.
     pub connect: fn(ConnectRequest) -> ConnectFuture,

@@ -89,7 +89,7 @@ impl RejectedTool {
 #[non_exhaustive]
 pub struct ToolList {
     /// The tools, in the provider's order, not yet admitted: the gateway
-    /// checks names, duplicates and schemas ([`crate::admission`]).
+    /// checks names, duplicates and schemas (the gateway's admission).
     pub tools: Vec<ToolSpec>,
     /// Entries that are not a tool at all (not an object, no name), with the
     /// reason; the gateway records them with its own rejections.
@@ -312,7 +312,7 @@ pub trait Provider: Debug + Send + Sync + 'static {
 
     /// Lists every tool the provider offers, following all pages: what it
     /// offered, as it offered it. The gateway decides which are usable
-    /// (names, duplicates, schemas: [`crate::admission`]); a kind reports in
+    /// (names, duplicates, schemas: its admission); a kind reports in
     /// [`ToolList::rejected`] only entries it could not read as a tool at all.
     ///
     /// # Errors

@@ -70,20 +70,30 @@ pub struct Registry {
     refused: Vec<RefusedEntry>,
 }
 
-/// Where the capabilities file is: `env_value` (the content of
-/// [`CAPABILITIES_FILE_VAR`]) when set and not empty, else `capabilities.json`
-/// beside `projects_json`.
-pub fn locate(projects_json: &Path, env_value: Option<OsString>) -> PathBuf {
-    match env_value {
-        Some(v) if !v.is_empty() => PathBuf::from(v),
-        _ => projects_json
-            .parent()
-            .unwrap_or(Path::new(""))
-            .join(CAPABILITIES_FILE_NAME),
-    }
-}
-
 impl Registry {
+    /// Where the capabilities file is: `env_value` (the content of
+    /// [`CAPABILITIES_FILE_VAR`]) when set and not empty, else
+    /// `capabilities.json` beside `projects_json`.
+    ///
+    /// ```
+    /// use std::path::Path;
+    /// use spear_capabilities::{CAPABILITIES_FILE_VAR, Registry};
+    /// let file = Registry::locate(
+    ///     Path::new("/etc/spear/projects.json"),
+    ///     std::env::var_os(CAPABILITIES_FILE_VAR),
+    /// );
+    /// # let _ = file;
+    /// ```
+    pub fn locate(projects_json: &Path, env_value: Option<OsString>) -> PathBuf {
+        match env_value {
+            Some(v) if !v.is_empty() => PathBuf::from(v),
+            _ => projects_json
+                .parent()
+                .unwrap_or(Path::new(""))
+                .join(CAPABILITIES_FILE_NAME),
+        }
+    }
+
     /// Loads the file at `path`, checks each entry with the kind it names
     /// from `kinds`, and audits every entry.
     ///

@@ -65,9 +65,9 @@ named! {
 
 /// SPEAR's answer to a recognized command.
 ///
-/// A turn is shown [`Answer::text`] only. [`Answer::result`] is for the
-/// deployment's operator (a CLI, a debugger): the provider's own result,
-/// unframed and untrusted, never to be put before a turn.
+/// A turn is shown [`Answer::text`] only. [`Answer::operator_result`] is
+/// for the deployment's operator (a CLI, a debugger): the provider's own
+/// result, unframed and untrusted, never to be put before a turn.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Answer {
@@ -75,13 +75,9 @@ pub struct Answer {
     pub status: AnswerStatus,
     /// What the turn's terminal shows.
     pub text: String,
-    /// For the operator only: the result as the provider returned it, for
-    /// an `invoke` whose call reached the provider and came back with a
-    /// result (its content, structured content and `is_error`, also when
-    /// the tool reported a failure or the result could not be framed);
-    /// `None` for every other answer. The framed [`Answer::text`] is built
-    /// from it first; it is then moved in, not copied.
-    pub result: Option<CallResult>,
+    /// For the operator only ([`Answer::operator_result`]); the framed
+    /// [`Answer::text`] is built from it first, then it is moved in.
+    result: Option<CallResult>,
     /// The call ran, and its structured result does not match the tool's
     /// declared output schema (MCP's "clients SHOULD validate"): the first
     /// reason, bounded, untrusted (it quotes the result). The call is not
@@ -97,6 +93,21 @@ impl Answer {
             result: None,
             structured_mismatch: None,
         }
+    }
+
+    /// **For the operator only, never for a turn**: the result as the
+    /// provider returned it, unframed and untrusted, for an `invoke` whose
+    /// call reached the provider and came back with a result (its content,
+    /// structured content and `is_error`, also when the tool reported a
+    /// failure or the result could not be framed); `None` for every other
+    /// answer. What a turn is shown is [`Answer::text`].
+    pub fn operator_result(&self) -> Option<&CallResult> {
+        self.result.as_ref()
+    }
+
+    /// [`Answer::operator_result`], taken out of the answer.
+    pub fn into_operator_result(self) -> Option<CallResult> {
+        self.result
     }
 }
 

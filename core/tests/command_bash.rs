@@ -15,7 +15,7 @@
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use spear_capabilities::command::{Recognized, recognize, recognize_unfiltered};
+use spear_capabilities::internals::command::{Recognized, recognize, recognize_unfiltered};
 
 /// What SPEAR does with a row's line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,7 +4,9 @@
 
 use proptest::prelude::*;
 use proptest::sample::select;
-use spear_capabilities::command::{COMMAND_NAME, Recognized, lex, recognize, recognize_unfiltered};
+use spear_capabilities::internals::command::{
+    COMMAND_NAME, Recognized, lex, recognize, recognize_unfiltered,
+};
 
 fn config() -> ProptestConfig {
     let cases = std::env::var("PROPTEST_CASES")

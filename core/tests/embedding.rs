@@ -313,3 +313,41 @@ async fn an_embedder_writes_its_own_mode_and_sink_with_what_the_crate_exports() 
     );
     session.close().await;
 }
+
+/// What an embedder's program names is at the crate root, with the crates
+/// its signatures need (`BoxFuture` for `Ask::new`, `serde_json` for
+/// settings and results, `inventory` for a kind): no module path, no
+/// dependency of its own. The provider's raw result is behind an
+/// operator-only accessor.
+#[tokio::test]
+async fn an_embedder_needs_nothing_but_the_crate_root() {
+    use spear_capabilities::serde_json::{Map, Value};
+    use spear_capabilities::{BoxFuture, CapabilityClass, RequestClass, TurnKind};
+    let _registration = spear_capabilities::inventory::iter::<spear_capabilities::ProviderKind>;
+    let settings: spear_capabilities::KindSettings = Map::from_iter([("k".into(), Value::Null)]);
+    assert_eq!(settings.len(), 1);
+    let ask = Ask::new(|_: WriteRequest| -> BoxFuture<'static, bool> { Box::pin(async { true }) });
+    assert_eq!(ask.name(), "ask");
+    assert_eq!(CapabilityClass::Read.as_str(), "READ");
+    assert_eq!(RequestClass::General.as_str(), "general");
+    assert_eq!(TurnKind::Implementation.as_str(), "implementation");
+    let file = spear_capabilities::Registry::locate(
+        std::path::Path::new("/etc/spear/projects.json"),
+        None,
+    );
+    assert_eq!(file, std::path::Path::new("/etc/spear/capabilities.json"));
+
+    let (b, _notes) = bench();
+    let s = b.session(Arc::new(Auto));
+    let t = s
+        .begin_turn(implementation())
+        .await
+        .expect("the turn begins");
+    let a = ours(&t, "spear-capability invoke notes/get_note '{}'").await;
+    assert_eq!(a.status, AnswerStatus::Ok, "{}", a.text);
+    // For the operator: the provider's own result, not the framed text.
+    let raw = a.operator_result().expect("the call came back");
+    assert!(!a.text.is_empty() && raw.structured.is_none());
+    assert!(a.clone().into_operator_result().is_some());
+    s.close().await;
+}

@@ -5,7 +5,7 @@
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use spear_capabilities::framing::{
+use spear_capabilities::internals::framing::{
     FrameHead, MAX_RESULT_CHARS, SchemaCut, block, json_text, neutralise, one_line, schema_text,
     strip,
 };

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use common::{Bench, implementation, shown_ids};
 use serde_json::json;
-use spear_capabilities::session::TIMEOUT_GRACE;
+use spear_capabilities::internals::session::TIMEOUT_GRACE;
 use spear_capabilities::{
     AnswerStatus, Auto, Exposure, Notice, Session, SessionOptions, UnavailableReason,
 };
@@ -80,7 +80,7 @@ async fn providers_start_concurrently_and_a_slow_one_keeps_starting_beyond_the_t
     assert_eq!(t.shown().unavailable[0].reason, UnavailableReason::Starting);
     // It keeps starting in the background up to its start budget, and only
     // then is it a failure.
-    let budget = spear_capabilities::session::start_budget(Duration::from_secs(2));
+    let budget = spear_capabilities::internals::session::start_budget(Duration::from_secs(2));
     assert!(budget > Duration::from_secs(4));
     assert!(matches!(
         s.provider_states()[2].1,
@@ -465,7 +465,8 @@ async fn a_start_wait_lets_a_slow_start_finish_and_the_turn_waits_for_it() {
     // Longer than the default start budget of a 2 s timeout (20 s).
     b.connector.start_latency("cold", Duration::from_secs(30));
     assert!(
-        spear_capabilities::session::start_budget(Duration::from_secs(2)) < Duration::from_secs(30)
+        spear_capabilities::internals::session::start_budget(Duration::from_secs(2))
+            < Duration::from_secs(30)
     );
     let s = Session::open(
         Arc::clone(&b.registry),

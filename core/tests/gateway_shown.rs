@@ -12,10 +12,10 @@ use std::sync::Arc;
 
 use common::{Bench, implementation};
 use serde_json::{Map, Value, json};
-use spear_capabilities::framing::{
+use spear_capabilities::internals::framing::{
     MAX_SHOWN_SCHEMA_CHARS, MAX_SHOWN_SCHEMA_NAMES_CHARS, SchemaCut, json_text,
 };
-use spear_capabilities::messages::{PROVIDER_LINE, schema_cut};
+use spear_capabilities::internals::messages::{PROVIDER_LINE, schema_cut};
 use spear_capabilities::{AnswerStatus, Auto, EstimatedTokens, Exposure, TokenCounter, ToolSpec};
 use spear_testkit::{MockHandle, ours};
 

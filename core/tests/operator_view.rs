@@ -60,14 +60,14 @@ async fn an_invoke_that_reached_its_provider_carries_the_raw_result() {
         .expect("ours");
     assert_eq!(ok.status, AnswerStatus::Ok);
     assert!(ok.text.contains("note 7"), "{}", ok.text);
-    assert_eq!(ok.result, Some(raw));
+    assert_eq!(ok.operator_result().cloned(), Some(raw));
 
     let tool_error = t
         .answer("spear-capability invoke notes/broken '{}'")
         .await
         .expect("ours");
     assert_eq!(tool_error.status, AnswerStatus::Failed);
-    assert_eq!(tool_error.result, Some(failed));
+    assert_eq!(tool_error.operator_result().cloned(), Some(failed));
 
     // Refused before any provider: no result.
     let refused = t
@@ -75,8 +75,8 @@ async fn an_invoke_that_reached_its_provider_carries_the_raw_result() {
         .await
         .expect("ours");
     assert_eq!(refused.status, AnswerStatus::Refused, "{}", refused.text);
-    assert_eq!(refused.result, None);
+    assert_eq!(refused.operator_result().cloned(), None);
     let listed = t.answer("spear-capability list").await.expect("ours");
-    assert_eq!(listed.result, None);
+    assert_eq!(listed.operator_result().cloned(), None);
     s.close().await;
 }

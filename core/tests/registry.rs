@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::Value;
-use spear_capabilities::registry::{self, DEFAULT_TIMEOUT};
+use spear_capabilities::internals::registry::{self, DEFAULT_TIMEOUT};
 use spear_capabilities::{
     EntryProblem, EntryWarning, Error, KindSettings, Kinds, ProviderKind, Registry, RequestClass,
     Scope, WritePolicy,
@@ -461,15 +461,15 @@ fn a_file_on_disk_loads_and_relative_paths_use_its_folder() {
 fn the_file_is_beside_projects_json_unless_the_variable_names_one() {
     let projects = Path::new("/srv/spear/projects.json");
     assert_eq!(
-        registry::locate(projects, None),
+        Registry::locate(projects, None),
         PathBuf::from("/srv/spear/capabilities.json")
     );
     assert_eq!(
-        registry::locate(projects, Some("/etc/caps.json".into())),
+        Registry::locate(projects, Some("/etc/caps.json".into())),
         PathBuf::from("/etc/caps.json")
     );
     assert_eq!(
-        registry::locate(projects, Some("".into())),
+        Registry::locate(projects, Some("".into())),
         PathBuf::from("/srv/spear/capabilities.json"),
         "an empty variable counts as unset"
     );

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use spear_capabilities::framing::{MAX_DESCRIPTION_CHARS, block, json_text};
+use spear_capabilities::internals::framing::{MAX_DESCRIPTION_CHARS, block, json_text};
 use spear_capabilities::{EstimatedTokens, TokenCounter};
 
 #[test]

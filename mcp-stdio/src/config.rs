@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 
 use serde_json::Value;
-use spear_capabilities::registry::{Fields, type_name};
 use spear_capabilities::{EntryProblem, KindSettings};
+use spear_capabilities::{Fields, type_name};
 
 /// The keys this kind accepts besides the common ones.
 pub const KEYS: &[&str] = &["command", "env"];

@@ -10,6 +10,8 @@
 #![deny(unsafe_code)]
 
 pub mod config;
+// For the fuzz crate and its corpus replay only: not API.
+#[doc(hidden)]
 pub mod fuzzing;
 
 mod check;

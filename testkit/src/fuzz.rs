@@ -10,9 +10,11 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use spear_capabilities::command::{TokenKind, lex, recognize, recognize_unfiltered};
-use spear_capabilities::framing::{FrameHead, MAX_RESULT_CHARS, block, json_text, one_line, strip};
-use spear_capabilities::registry::MAX_ID_LEN;
+use spear_capabilities::internals::command::{TokenKind, lex, recognize, recognize_unfiltered};
+use spear_capabilities::internals::framing::{
+    FrameHead, MAX_RESULT_CHARS, block, json_text, one_line, strip,
+};
+use spear_capabilities::internals::registry::MAX_ID_LEN;
 use spear_capabilities::{Audit, DEFAULT_KIND, Error, Kinds, ProviderKind, Registry};
 
 /// The names of the targets whose bodies are here, as directories of

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use gateway::{Bench, Server, bench};
 use serde_json::{Value, json};
-use spear_capabilities::vetting::{MAX_LISTING_PATTERN_BYTES, MAX_PATTERN_SIZE};
+use spear_capabilities::internals::vetting::{MAX_LISTING_PATTERN_BYTES, MAX_PATTERN_SIZE};
 use spear_testkit::procfs;
 
 /// A server offering one tool per pattern, each pattern on an argument.

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use gateway::{Server, bench, invoke};
 use serde_json::{Map, Value, json};
 use spear_capabilities::AnswerStatus;
-use spear_capabilities::session::TIMEOUT_GRACE;
-use spear_capabilities::vetting::MAX_SCHEMA_NODES;
+use spear_capabilities::internals::session::TIMEOUT_GRACE;
+use spear_capabilities::internals::vetting::MAX_SCHEMA_NODES;
 
 /// A server offering `tools` whose every call answers `ok`.
 fn listing(tools: Vec<Value>) -> Server {

@@ -10,8 +10,8 @@ mod gateway;
 use gateway::{Server, bench, invoke};
 use serde_json::{Map, Value, json};
 use spear_capabilities::AnswerStatus;
-use spear_capabilities::framing::{MAX_SHOWN_SCHEMA_NAMES_CHARS, SchemaCut, json_text};
-use spear_capabilities::messages::{PROVIDER_LINE, schema_cut};
+use spear_capabilities::internals::framing::{MAX_SHOWN_SCHEMA_NAMES_CHARS, SchemaCut, json_text};
+use spear_capabilities::internals::messages::{PROVIDER_LINE, schema_cut};
 use spear_testkit::ours;
 
 fn huge_schema() -> Value {

@@ -15,7 +15,7 @@ use std::time::SystemTime;
 use gateway::{Server, bench, fixture, invoke};
 use serde_json::{Value, json};
 use spear_capabilities::AnswerStatus;
-use spear_capabilities::checks::ArgumentSchema;
+use spear_capabilities::internals::checks::ArgumentSchema;
 
 fn listing(tools: Vec<Value>) -> Server {
     Server::Script(json!({"tools/list": {"": [{"result": {"tools": tools}}]},

@@ -120,7 +120,7 @@ async fn a_server_that_trickles_pages_is_stopped_at_the_start_budget() {
     let began = tokio::time::Instant::now();
     b.turn().await;
     let failed = until(&b, |s| matches!(s, ProviderState::Unavailable { .. })).await;
-    let budget = spear_capabilities::session::start_budget(Duration::from_millis(500));
+    let budget = spear_capabilities::internals::session::start_budget(Duration::from_millis(500));
     assert_eq!(budget, Duration::from_secs(5));
     assert!(
         matches!(

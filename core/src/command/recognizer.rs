@@ -10,8 +10,8 @@ use super::{COMMAND_NAME, Recognized, parse, prefilter, simple};
 /// would run it: as the first word of the line, or as the first word after
 /// an unquoted `;`, `&`, `|`, newline, `(`, backquote or `$(`, once quote
 /// removal has made it exactly `spear-capability`. Recognized, the line is
-/// parsed into a [`Command`](super::Command) or refused; see the [module
-/// docs](super).
+/// parsed into a [`Command`](super::Command) or refused; see the module
+/// docs.
 ///
 /// Lines that cannot hold the name cost one scan of their bytes; lines of
 /// plain words and single-quoted strings (the usual form of a command) are
