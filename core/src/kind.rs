@@ -30,6 +30,10 @@ pub const DEFAULT_KIND: &str = "mcp-stdio";
 /// The keys of an entry that the core does not own, handed to the kind.
 pub type KindSettings = Map<String, Value>;
 
+/// A kind's optional [`ProviderKind::check`]: an entry's accepted settings
+/// and the capabilities file's folder; `Err` says why its program cannot run.
+pub type CheckFn = fn(&KindSettings, &Path) -> Result<(), String>;
+
 /// What a kind's `connect` returns: the started provider, eventually.
 pub type ConnectFuture = BoxFuture<'static, Result<Arc<dyn Provider>, Error>>;
 
@@ -96,7 +100,7 @@ pub struct ProviderKind {
     /// runnable. `Err` says why not, in the words a start would use;
     /// `None` for a kind that cannot tell before it starts.
     /// [`crate::Registry::check`] asks it.
-    pub check: Option<fn(&KindSettings, &Path) -> Result<(), String>>,
+    pub check: Option<CheckFn>,
 }
 
 impl fmt::Debug for ProviderKind {

@@ -34,7 +34,9 @@ pub use audit::{
 pub use connector::{Connector, KindConnector};
 pub use error::{Error, TurnError, UnavailableReason};
 pub use exposure::{CapabilityClass, Exposure, Limits, Shown, ShownCapability, ShownUnavailable};
-pub use kind::{ConnectFuture, ConnectRequest, DEFAULT_KIND, KindSettings, Kinds, ProviderKind};
+pub use kind::{
+    CheckFn, ConnectFuture, ConnectRequest, DEFAULT_KIND, KindSettings, Kinds, ProviderKind,
+};
 pub use names::{Name, UnknownName};
 pub use notice::Notice;
 pub use permission::{Ask, Auto, PermissionMode, ReadOnly, WriteRequest};
