@@ -7,7 +7,7 @@ mod common;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use common::{Bench, implementation};
+use common::{Bench, begin};
 use serde_json::json;
 use spear_capabilities::{
     AnswerStatus, Audit, AuditError, AuditRecord, AuditSink, Auto, Notice, Session, SessionOptions,
@@ -48,10 +48,7 @@ async fn a_failing_trail_refuses_writes_lets_reads_on_and_is_said_once() {
             .with_audit(audit.clone())
             .with_connector(b.connector.clone()),
     );
-    let turn = session
-        .begin_turn(implementation())
-        .await
-        .expect("the turn begins");
+    let turn = begin(&session).await;
     assert!(audit.failure().is_none());
 
     sink.failing.store(true, Ordering::SeqCst);

@@ -8,7 +8,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{Bench, implementation};
+use common::{Bench, begin, implementation};
 use futures::future::BoxFuture;
 use serde_json::json;
 use spear_capabilities::{
@@ -54,10 +54,7 @@ async fn a_dropped_answer_is_recorded_at_every_point_it_can_be_dropped() {
     // Before the person answers: nothing was approved, nothing sent.
     let (b, notes) = bench();
     let s = b.session(Arc::new(person(Duration::from_secs(60), true)));
-    let t = s
-        .begin_turn(implementation())
-        .await
-        .expect("the turn begins");
+    let t = begin(&s).await;
     drop_after(&t, WRITE, Duration::from_secs(1)).await;
     assert!(b.sink.named("write_approved").is_empty());
     assert!(b.sink.named("capability_invoked").is_empty());
@@ -67,10 +64,7 @@ async fn a_dropped_answer_is_recorded_at_every_point_it_can_be_dropped() {
     // the call are recorded, the call as cancelled.
     let (b, notes) = bench();
     let s = b.session(Arc::new(person(Duration::from_millis(100), true)));
-    let t = s
-        .begin_turn(implementation())
-        .await
-        .expect("the turn begins");
+    let t = begin(&s).await;
     drop_after(&t, WRITE, Duration::from_millis(300)).await;
     let approved = b.sink.named("write_approved");
     assert_eq!(approved.len(), 1);
@@ -88,10 +82,7 @@ async fn a_dropped_answer_is_recorded_at_every_point_it_can_be_dropped() {
     let (b, notes) = bench();
     notes.tool_latency("get_note", Duration::from_secs(1));
     let s = b.session(Arc::new(Auto));
-    let t = s
-        .begin_turn(implementation())
-        .await
-        .expect("the turn begins");
+    let t = begin(&s).await;
     drop_after(
         &t,
         "spear-capability invoke notes/get_note '{}'",
@@ -110,10 +101,7 @@ async fn closing_one_clone_closes_the_session_for_every_clone() {
     let (b, notes) = bench();
     let first = b.session(Arc::new(Auto));
     let second = first.clone();
-    let t = first
-        .begin_turn(implementation())
-        .await
-        .expect("the turn begins");
+    let t = begin(&first).await;
     assert!(!first.is_closed());
     second.close().await;
     assert!(first.is_closed() && second.is_closed());
@@ -153,10 +141,7 @@ async fn a_call_in_flight_when_the_session_closes_is_sent_with_its_outcome_unkno
     let (b, notes) = bench();
     notes.tool_latency("get_note", Duration::from_secs(5));
     let s = b.session(Arc::new(Auto));
-    let t = s
-        .begin_turn(implementation())
-        .await
-        .expect("the turn begins");
+    let t = begin(&s).await;
     let began = std::time::Instant::now();
     let (answer, ()) = tokio::join!(
         ours(&t, "spear-capability invoke notes/get_note '{}'"),
@@ -190,10 +175,7 @@ async fn a_call_in_flight_when_the_session_closes_is_sent_with_its_outcome_unkno
 async fn a_session_dropped_without_close_records_each_providers_stop() {
     let (b, _notes) = bench();
     let s = b.session(Arc::new(Auto));
-    let t = s
-        .begin_turn(implementation())
-        .await
-        .expect("the turn begins");
+    let t = begin(&s).await;
     let a = ours(&t, "spear-capability invoke notes/get_note '{}'").await;
     assert_eq!(a.status, AnswerStatus::Ok, "{}", a.text);
     assert!(b.sink.named("provider_stopped").is_empty());
@@ -244,10 +226,7 @@ async fn providers_can_be_started_before_the_first_turn() {
         s.provider_states()[0].1,
         ProviderState::Ready { .. }
     ));
-    let t = s
-        .begin_turn(implementation())
-        .await
-        .expect("the turn begins");
+    let t = begin(&s).await;
     assert!(t.shown().text.contains("notes/get_note (READ)"));
     assert_eq!(b.connector.connects(), ["notes"], "started once");
 }
@@ -301,10 +280,7 @@ async fn an_embedder_writes_its_own_mode_and_sink_with_what_the_crate_exports() 
             ))))
             .with_connector(b.connector.clone()),
     );
-    let t = session
-        .begin_turn(implementation())
-        .await
-        .expect("the turn begins");
+    let t = begin(&session).await;
     assert_eq!(ours(&t, WRITE).await.status, AnswerStatus::Ok);
     assert_eq!(*seen.lock().expect("lock"), ["notes/add_note"]);
     assert!(
@@ -339,10 +315,7 @@ async fn an_embedder_needs_nothing_but_the_crate_root() {
 
     let (b, _notes) = bench();
     let s = b.session(Arc::new(Auto));
-    let t = s
-        .begin_turn(implementation())
-        .await
-        .expect("the turn begins");
+    let t = begin(&s).await;
     let a = ours(&t, "spear-capability invoke notes/get_note '{}'").await;
     assert_eq!(a.status, AnswerStatus::Ok, "{}", a.text);
     // For the operator: the provider's own result, not the framed text.

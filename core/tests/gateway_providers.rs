@@ -6,7 +6,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{Bench, implementation, shown_ids};
+use common::{Bench, begin, implementation, shown_ids};
 use serde_json::json;
 use spear_capabilities::internals::session::TIMEOUT_GRACE;
 use spear_capabilities::{
@@ -30,14 +30,8 @@ fn two() -> Bench {
 async fn providers_start_once_per_session_and_are_reused() {
     let b = two();
     let s = b.session(Arc::new(Auto));
-    let t1 = s
-        .begin_turn(implementation())
-        .await
-        .expect("the turn begins");
-    let t2 = s
-        .begin_turn(implementation())
-        .await
-        .expect("the turn begins");
+    let t1 = begin(&s).await;
+    let t2 = begin(&s).await;
     assert_eq!(t1.shown().text, t2.shown().text);
     let mut connects = b.connector.connects();
     connects.sort();
@@ -66,10 +60,7 @@ async fn providers_start_concurrently_and_a_slow_one_keeps_starting_beyond_the_t
     b.connector.start_latency("slow", Duration::from_secs(600));
     let began = tokio::time::Instant::now();
     let s = b.session(Arc::new(Auto));
-    let t = s
-        .begin_turn(implementation())
-        .await
-        .expect("the turn begins");
+    let t = begin(&s).await;
     let took = began.elapsed();
     assert!(
         took < Duration::from_secs(4),
@@ -104,10 +95,7 @@ async fn a_provider_that_cannot_start_is_named_unavailable_and_reported_once() {
     let b = two();
     b.connector.fail_start("mail", MockFailure::Start);
     let s = b.session(Arc::new(Auto));
-    let t1 = s
-        .begin_turn(implementation())
-        .await
-        .expect("the turn begins");
+    let t1 = begin(&s).await;
     let notices = s.take_notices();
     assert_eq!(
         notices,
@@ -128,10 +116,7 @@ async fn a_provider_that_cannot_start_is_named_unavailable_and_reported_once() {
         1,
         "the task carries on with the others"
     );
-    let t2 = s
-        .begin_turn(implementation())
-        .await
-        .expect("the turn begins");
+    let t2 = begin(&s).await;
     assert!(s.take_notices().is_empty(), "the session says so once");
     assert!(
         t2.shown()
@@ -173,10 +158,7 @@ async fn a_provider_failing_mid_call_is_left_out_of_its_turn_and_back_for_the_ne
     notes.add_simple_tool("get_note", "Read one note.", &["id"]);
     notes.fail_call("get_note", MockFailure::Crash);
     let s = b.session(Arc::new(Auto));
-    let t = s
-        .begin_turn(implementation())
-        .await
-        .expect("the turn begins");
+    let t = begin(&s).await;
     let a = ours(&t, "spear-capability invoke notes/get_note '{}'").await;
     assert_eq!(a.status, AnswerStatus::Unavailable);
     assert_eq!(
@@ -195,10 +177,7 @@ async fn a_provider_failing_mid_call_is_left_out_of_its_turn_and_back_for_the_ne
     tokio::task::yield_now().await;
     assert_eq!(notes.shutdown_count(), 1);
     // A crash may not repeat: the next turn starts it again and has it.
-    let next = s
-        .begin_turn(implementation())
-        .await
-        .expect("the turn begins");
+    let next = begin(&s).await;
     assert!(
         next.shown().text.contains("notes/get_note (READ)"),
         "{}",
@@ -233,10 +212,7 @@ async fn a_call_that_outlives_its_timeout_makes_the_provider_unavailable() {
         .add_simple_tool("get_note", "Read one note.", &["id"])
         .tool_latency("get_note", Duration::from_secs(3600));
     let s = b.session(Arc::new(Auto));
-    let t = s
-        .begin_turn(implementation())
-        .await
-        .expect("the turn begins");
+    let t = begin(&s).await;
     let began = tokio::time::Instant::now();
     let a = ours(&t, "spear-capability invoke notes/get_note '{}'").await;
     assert_eq!(a.status, AnswerStatus::Unavailable);
@@ -259,10 +235,7 @@ async fn a_listing_failure_leaves_the_provider_out_and_stops_it() {
     let mail = b.provider("mail");
     mail.fail_list(MockFailure::Protocol);
     let s = b.session(Arc::new(Auto));
-    let t = s
-        .begin_turn(implementation())
-        .await
-        .expect("the turn begins");
+    let t = begin(&s).await;
     assert_eq!(
         t.shown().unavailable[0].reason,
         UnavailableReason::ProtocolError
@@ -365,10 +338,7 @@ async fn closing_the_session_shuts_every_started_provider_down() {
     notes.add_simple_tool("get_note", "x", &[]);
     mail.add_simple_tool("search", "x", &[]);
     let s = b.session(Arc::new(Auto));
-    let t = s
-        .begin_turn(implementation())
-        .await
-        .expect("the turn begins");
+    let t = begin(&s).await;
     assert_eq!(t.shown().exposure, Exposure::Whole);
     s.close().await;
     assert_eq!((notes.shutdown_count(), mail.shutdown_count()), (1, 1));
@@ -379,12 +349,7 @@ async fn closing_the_session_shuts_every_started_provider_down() {
 async fn turns_of_different_sessions_run_at_once() {
     let b = two();
     let sessions: Vec<_> = (0..4).map(|_| b.session(Arc::new(Auto))).collect();
-    let turns: Vec<_> =
-        futures::future::join_all(sessions.iter().map(|s| s.begin_turn(implementation())))
-            .await
-            .into_iter()
-            .map(|t| t.expect("the turn begins"))
-            .collect();
+    let turns = futures::future::join_all(sessions.iter().map(begin)).await;
     let answers = futures::future::join_all(
         turns
             .iter()
@@ -407,12 +372,7 @@ async fn calls_of_different_sessions_are_answered_together_not_in_turn() {
         .add_simple_tool("search", "Search mail.", &["q"])
         .tool_latency("search", Duration::from_secs(2));
     let sessions: Vec<_> = (0..4).map(|_| b.session(Arc::new(Auto))).collect();
-    let turns: Vec<_> =
-        futures::future::join_all(sessions.iter().map(|s| s.begin_turn(implementation())))
-            .await
-            .into_iter()
-            .map(|t| t.expect("the turn begins"))
-            .collect();
+    let turns = futures::future::join_all(sessions.iter().map(begin)).await;
     let began = tokio::time::Instant::now();
     let answers = futures::future::join_all(
         turns
@@ -436,9 +396,7 @@ async fn the_operator_sees_each_providers_state_with_the_full_reason() {
         s.provider_states().is_empty(),
         "nothing started before a turn"
     );
-    s.begin_turn(implementation())
-        .await
-        .expect("the turn begins");
+    begin(&s).await;
     let states = s.provider_states();
     assert_eq!(states.len(), 2);
     assert_eq!(states[0].0, "notes");
@@ -476,10 +434,7 @@ async fn a_start_wait_lets_a_slow_start_finish_and_the_turn_waits_for_it() {
             .with_start_wait(Duration::from_secs(60)),
     );
     let began = tokio::time::Instant::now();
-    let t = s
-        .begin_turn(implementation())
-        .await
-        .expect("the turn begins");
+    let t = begin(&s).await;
     assert_eq!(
         began.elapsed(),
         Duration::from_secs(30),
@@ -498,10 +453,7 @@ async fn without_a_start_wait_a_start_gets_its_entrys_timeout() {
     b.connector.start_latency("cold", Duration::from_secs(30));
     let s = b.session(Arc::new(Auto));
     let began = tokio::time::Instant::now();
-    let t = s
-        .begin_turn(implementation())
-        .await
-        .expect("the turn begins");
+    let t = begin(&s).await;
     assert_eq!(began.elapsed(), Duration::from_secs(2) + TIMEOUT_GRACE);
     assert_eq!(t.shown().unavailable[0].reason, UnavailableReason::Starting);
     assert_eq!(b.connector.start_timeouts(), [Duration::from_secs(2)]);
@@ -538,10 +490,7 @@ async fn a_turn_begun_for_one_provider_starts_only_that_one() {
     assert_eq!(candidates, [("a", true), ("b", true)]);
     assert_eq!(s.provider_states().len(), 1, "only `b` has a state");
     // A later turn of the same session starts the rest as usual.
-    let all = s
-        .begin_turn(implementation())
-        .await
-        .expect("the turn begins");
+    let all = begin(&s).await;
     assert_eq!(all.shown().capabilities.len(), 2);
     assert_eq!(b.connector.connects(), ["b", "a"]);
     s.close().await;
@@ -559,10 +508,7 @@ async fn a_provider_that_declares_no_tools_is_said_to_have_no_capabilities() {
     b.provider("bare").declare_no_tools();
     b.provider("notes").add_simple_tool("t", "x", &[]);
     let s = b.session(Arc::new(Auto));
-    let t = s
-        .begin_turn(implementation())
-        .await
-        .expect("the turn begins");
+    let t = begin(&s).await;
     assert_eq!(shown_ids(&t), ["notes/t"]);
     assert!(t.shown().unavailable.is_empty());
     assert!(matches!(
@@ -584,10 +530,7 @@ async fn a_provider_that_declares_no_tools_is_said_to_have_no_capabilities() {
         notices[0].text(),
         "External capability provider `bare` declares no tools: it has no capabilities to offer."
     );
-    let again = s
-        .begin_turn(implementation())
-        .await
-        .expect("the turn begins");
+    let again = begin(&s).await;
     assert_eq!(shown_ids(&again), ["notes/t"]);
     assert!(s.take_notices().is_empty(), "said once");
     s.close().await;

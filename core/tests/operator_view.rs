@@ -6,7 +6,7 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{Bench, implementation};
+use common::{Bench, begin};
 use serde_json::json;
 use spear_capabilities::{AnswerStatus, Auto, CallResult, Content, ProviderInfo, ProviderState};
 
@@ -16,10 +16,7 @@ async fn a_ready_providers_state_carries_what_its_kind_says_of_it() {
     b.provider("notes")
         .add_simple_tool("get_note", "Read one note.", &["id"]);
     let s = b.session(Arc::new(Auto));
-    let t = s
-        .begin_turn(implementation())
-        .await
-        .expect("the turn begins");
+    let t = begin(&s).await;
     let states = s.provider_states();
     let ProviderState::Ready { tools, info, .. } = &states[0].1 else {
         panic!("{states:?}");
@@ -49,10 +46,7 @@ async fn an_invoke_that_reached_its_provider_carries_the_raw_result() {
         .answer("get_note", raw.clone())
         .answer("broken", failed.clone());
     let s = b.session(Arc::new(Auto));
-    let t = s
-        .begin_turn(implementation())
-        .await
-        .expect("the turn begins");
+    let t = begin(&s).await;
 
     let ok = t
         .answer(r#"spear-capability invoke notes/get_note '{"id": "7"}'"#)

@@ -7,7 +7,7 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{Bench, implementation};
+use common::{Bench, begin};
 use serde_json::{Value, json};
 use spear_capabilities::{AnswerStatus, Auto, CallResult, Content, ToolSpec};
 use spear_testkit::{MockHandle, ours};
@@ -47,10 +47,7 @@ fn result(structured: Option<Value>) -> CallResult {
 async fn a_structured_result_that_does_not_match_is_said_and_the_call_ran() {
     let (b, wx) = bench();
     let s = b.session(Arc::new(Auto));
-    let t = s
-        .begin_turn(implementation())
-        .await
-        .expect("the turn begins");
+    let t = begin(&s).await;
     assert!(
         t.shown().text.contains("structured result: {"),
         "{}",
@@ -125,10 +122,7 @@ async fn a_structured_result_that_does_not_match_is_said_and_the_call_ran() {
 async fn an_output_schema_that_cannot_be_used_is_said_once_and_results_go_unchecked() {
     let (b, wx) = bench();
     let s = b.session(Arc::new(Auto));
-    let t = s
-        .begin_turn(implementation())
-        .await
-        .expect("the turn begins");
+    let t = begin(&s).await;
     let unchecked = b.sink.named("output_unchecked");
     assert_eq!(unchecked.len(), 1, "{unchecked:?}");
     assert_eq!(unchecked[0]["tool"], "broken");

@@ -70,6 +70,14 @@ pub fn implementation() -> TurnContext {
     TurnContext::new("/srv/fw", TurnKind::Implementation).with_project("fw")
 }
 
+/// Begins an implementation turn of `session`, which must begin.
+pub async fn begin(session: &Session) -> Turn {
+    session
+        .begin_turn(implementation())
+        .await
+        .expect("the turn begins")
+}
+
 /// A turn of `task` in project `fw`.
 pub fn turn(task: TurnKind) -> TurnContext {
     TurnContext::new("/srv/fw", task).with_project("fw")
