@@ -2,15 +2,28 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
 use serde_json::json;
 use spear_capabilities::CAPABILITIES_FILE_VAR;
-use spear_capabilities::{Audit, EntryCheck, ProviderEntry, Registry};
+use spear_capabilities::{Audit, EntryCheck, Error, ProviderEntry, Registry};
 
+use crate::get::Started;
 use crate::out::{Closed, out};
 use crate::report::{REFUSED_EXIT, refused_json, refused_lines};
 
-pub(crate) fn run(file: Option<PathBuf>, projects: &Path, as_json: bool) -> ExitCode {
+/// What `check` is asked besides the file.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CheckOptions {
+    /// Print one JSON object.
+    pub(crate) json: bool,
+    /// Also start every enabled entry whose program can run; with a wait,
+    /// each start may go on that long.
+    pub(crate) start: Option<Option<Duration>>,
+}
+
+pub(crate) async fn run(file: Option<PathBuf>, projects: &Path, options: CheckOptions) -> ExitCode {
+    let as_json = options.json;
     if let Some(named) = &file {
         if let Err(e) = crate::context::named_file_exists(named) {
             eprintln!("spear-capabilities: {e}");
@@ -29,18 +42,30 @@ pub(crate) fn run(file: Option<PathBuf>, projects: &Path, as_json: bool) -> Exit
     // Is each program there and runnable: the library's check, as an
     // embedder would ask it.
     let findings = registry.check();
+    let started = match options.start {
+        Some(wait) => start_all(&registry, &findings, wait).await,
+        None => Vec::new(),
+    };
     if as_json {
-        let providers = registry.entries().iter().zip(&findings).map(|(e, f)| {
-            let mut v = entry_json(e);
-            v["cannot_run"] = json!(f.cannot_run);
-            v["warnings"] = json!(
-                f.warnings
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-            );
-            v
-        });
+        let providers = registry
+            .entries()
+            .iter()
+            .zip(&findings)
+            .enumerate()
+            .map(|(i, (e, f))| {
+                let mut v = entry_json(e);
+                if let Some(Some(started)) = started.get(i) {
+                    v["started"] = crate::get::started_json(started);
+                }
+                v["cannot_run"] = json!(f.cannot_run);
+                v["warnings"] = json!(
+                    f.warnings
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                );
+                v
+            });
         let out = json!({
             "file": path.display().to_string(),
             "notice": registry.notice(),
@@ -50,10 +75,14 @@ pub(crate) fn run(file: Option<PathBuf>, projects: &Path, as_json: bool) -> Exit
         if let Err(closed) = out!("{out}") {
             return closed.code();
         }
-    } else if let Err(closed) = print_text(&path, &registry, &findings) {
+    } else if let Err(closed) = print_text(&path, &registry, &findings, &started) {
         return closed.code();
     }
-    if registry.refused().is_empty() && findings.iter().all(|f| f.cannot_run.is_none()) {
+    let all_started = started.iter().flatten().all(Result::is_ok);
+    if registry.refused().is_empty()
+        && findings.iter().all(|f| f.cannot_run.is_none())
+        && all_started
+    {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(REFUSED_EXIT)
@@ -74,18 +103,54 @@ pub(crate) fn entry_json(e: &ProviderEntry) -> serde_json::Value {
     })
 }
 
-fn print_text(path: &Path, registry: &Registry, findings: &[EntryCheck]) -> Result<(), Closed> {
+/// Starts, all at once, each enabled entry whose program can run (a start
+/// per entry, as `get --start` makes it); `None` for the others.
+async fn start_all(
+    registry: &Registry,
+    findings: &[EntryCheck],
+    wait: Option<Duration>,
+) -> Vec<Option<Result<Started, Error>>> {
+    let starts = registry
+        .entries()
+        .iter()
+        .zip(findings)
+        .map(|(e, f)| async move {
+            if e.enabled && f.cannot_run.is_none() {
+                Some(crate::get::start(registry, e, wait).await)
+            } else {
+                None
+            }
+        });
+    futures::future::join_all(starts).await
+}
+
+fn print_text(
+    path: &Path,
+    registry: &Registry,
+    findings: &[EntryCheck],
+    started: &[Option<Result<Started, Error>>],
+) -> Result<(), Closed> {
     if let Some(notice) = registry.notice() {
         return out!("{notice}");
     }
     out!("{}", path.display())?;
-    for (e, f) in registry.entries().iter().zip(findings) {
+    for (i, (e, f)) in registry.entries().iter().zip(findings).enumerate() {
         out!("{}", entry_lines(e, f))?;
+        match started.get(i) {
+            Some(Some(Ok(s))) => out!("           {}", s.summary(&e.id))?,
+            Some(Some(Err(err))) => out!("           start failed: {err}")?,
+            _ => {}
+        }
     }
     for line in refused_lines(registry, false) {
         out!("{line}")?;
     }
     let unrunnable = findings.iter().filter(|f| f.cannot_run.is_some()).count();
+    let failed = started.iter().flatten().filter(|s| s.is_err()).count();
+    let failed = match failed {
+        0 => String::new(),
+        n => format!(", {n} failed to start"),
+    };
     let warnings: usize = findings.iter().map(|f| f.warnings.len()).sum();
     let warned = match warnings {
         0 => String::new(),
@@ -93,7 +158,7 @@ fn print_text(path: &Path, registry: &Registry, findings: &[EntryCheck]) -> Resu
         n => format!(", {n} warnings"),
     };
     out!(
-        "{} registered, {} refused{warned}",
+        "{} registered, {} refused{warned}{failed}",
         registry.entries().len() - unrunnable,
         registry.refused().len() + unrunnable
     )

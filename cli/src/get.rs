@@ -150,12 +150,7 @@ pub(crate) async fn get(args: &GetArgs) -> ExitCode {
                 .collect::<Vec<_>>()
         );
         if let Some(started) = &started {
-            v["started"] = match started {
-                Ok(s) => s.json(),
-                Err(e) => {
-                    json!({"error": e.to_string(), "reason": e.unavailable_reason().map(|r| r.to_string())})
-                }
-            };
+            v["started"] = started_json(started);
         }
         out!("{v}")
     } else {
@@ -260,9 +255,19 @@ fn print_text(
     }
 }
 
+/// A start's outcome as `--json` gives it: what it found, or its error.
+pub(crate) fn started_json(started: &Result<Started, Error>) -> Value {
+    match started {
+        Ok(s) => s.json(),
+        Err(e) => {
+            json!({"error": e.to_string(), "reason": e.unavailable_reason().map(|r| r.to_string())})
+        }
+    }
+}
+
 /// What `--start` found.
 #[derive(Debug)]
-struct Started {
+pub(crate) struct Started {
     info: ProviderInfo,
     ready_in_ms: u64,
     tools: Vec<ToolView>,
@@ -289,7 +294,7 @@ struct ToolView {
 /// Starts `entry`'s server, lists its tools and stops it, all within the
 /// start budget a session gives it (with `wait`, as a session with that
 /// start wait gives it: each request of the start may take `wait`).
-async fn start(
+pub(crate) async fn start(
     registry: &Registry,
     entry: &ProviderEntry,
     wait: Option<std::time::Duration>,
@@ -383,7 +388,7 @@ impl Started {
         }
     }
 
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         json!({
             "info": info_json(&self.info),
             "ready_in_ms": self.ready_in_ms,
@@ -399,6 +404,32 @@ impl Started {
             "read_not_offered": self.read_not_offered,
             "declares_no_tools": self.declares_no_tools,
         })
+    }
+
+    /// One line for `check --start`: the server, how soon it was ready,
+    /// and what it offers.
+    pub(crate) fn summary(&self, id: &str) -> String {
+        let offers = if self.declares_no_tools {
+            "declares no tools (a provider with no capabilities)".to_owned()
+        } else {
+            let left_out = self.tools.iter().filter(|t| t.left_out.is_some()).count();
+            let mut offers = match self.tools.len() {
+                1 => "1 tool".to_owned(),
+                n => format!("{n} tools"),
+            };
+            if left_out + self.not_tools.len() > 0 {
+                offers.push_str(&format!(
+                    ", {} left out (`get {id} --start` says why)",
+                    left_out + self.not_tools.len()
+                ));
+            }
+            offers
+        };
+        format!(
+            "started: {} (ready in {} ms), {offers}",
+            info_line(&self.info),
+            self.ready_in_ms
+        )
     }
 
     fn print(&self) -> Result<(), Closed> {

@@ -49,15 +49,16 @@ enum Cmd {
     /// Validate a capabilities file: print each provider and every refusal.
     ///
     /// Exit status: 0 when every entry is valid, 1 when some are refused
-    /// (or, enabled and with a scope, name a program that cannot run), 2
-    /// when the file cannot be read or parsed, or a file named here does
-    /// not exist. A warning (an entry without a scope, the program of one
+    /// (or, enabled and with a scope, name a program that cannot run) or
+    /// with --start a start failed, 2 when the file cannot be read or
+    /// parsed, or a file named here does not exist. A warning (an entry without a scope, the program of one
     /// that nothing starts) leaves it 0.
     #[command(after_help = "Examples:
   spear-capabilities check
   spear-capabilities check /etc/spear/capabilities.json
   spear-capabilities check --capabilities /etc/spear/capabilities.json
-  spear-capabilities check --json capabilities.json | jq '.refused'")]
+  spear-capabilities check --json capabilities.json | jq '.refused'
+  spear-capabilities check --start --wait 60")]
     Check {
         /// The file (default: $SPEAR_CAPABILITIES_FILE, else
         /// capabilities.json beside --projects).
@@ -71,6 +72,15 @@ enum Cmd {
         /// Print one JSON object instead of text.
         #[arg(long)]
         json: bool,
+        /// Also start each enabled entry whose program can run (whatever
+        /// its scope), and say what its server offers, or why it did not
+        /// start; a failed start makes the exit status 1.
+        #[arg(long)]
+        start: bool,
+        /// With --start: let each start go on up to SECONDS (a server that
+        /// downloads itself on first use), however short its `timeout`.
+        #[arg(long, value_name = "SECONDS", requires = "start", value_parser = crate::context::wait_seconds)]
+        wait: Option<std::time::Duration>,
     },
     /// Start what a turn would select; show each provider's state, each
     /// capability and the exposure.
@@ -294,7 +304,15 @@ async fn run(command: Cmd) -> ExitCode {
             capabilities,
             projects,
             json,
-        } => check::run(file.or(capabilities), &projects, json),
+            start,
+            wait,
+        } => {
+            let options = check::CheckOptions {
+                json,
+                start: start.then_some(wait),
+            };
+            check::run(file.or(capabilities), &projects, options).await
+        }
         Cmd::List { context, json } => gateway::list(&context, json).await,
         Cmd::Turn {
             context,

@@ -1,0 +1,116 @@
+//! `check --start`: every enabled entry whose program can run is started,
+//! and `check` says what each server offers, that one declares no tools
+//! (issue 35.2: "said as such in `list`, `check --start` and the turn's
+//! notice"), or why one did not start. Through the built binary.
+
+mod common;
+
+use common::{cli, sibling, text};
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+/// A registry in `dir`: `fixture` (the fixture server, 9 tools), `bare` (a
+/// scripted server whose `initialize` declares only `prompts`), `gone` (a
+/// server that exits at its start) and `off` (disabled, never started).
+fn registry(dir: &Path) -> PathBuf {
+    let script = dir.join("bare.json");
+    let init = json!({"result": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {"prompts": {}},
+        "serverInfo": {"name": "bare", "version": "1"}
+    }});
+    std::fs::write(&script, json!({"initialize": [init]}).to_string()).expect("script");
+    let starts = dir.join("off-starts");
+    let fixture = sibling("spear-fixture-server");
+    let providers = json!([
+        {"id": "fixture", "scope": "global", "command": [fixture]},
+        {"id": "bare", "scope": "global", "command": [sibling("spear-script-server"), script]},
+        {"id": "gone", "scope": "global", "command": [fixture, "--exit-at-start", "3"]},
+        {"id": "off", "scope": "global", "enabled": false,
+         "command": [fixture, "--starts", starts]},
+    ]);
+    let file = dir.join("capabilities.json");
+    std::fs::write(&file, json!({ "providers": providers }).to_string()).expect("write");
+    file
+}
+
+#[test]
+fn check_start_says_what_each_server_offers_and_why_one_did_not_start() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = registry(dir.path());
+    let out = cli(&["check", "--start", file.to_str().expect("utf-8")]);
+    let stdout = text(&out.stdout);
+    // A start that failed is a failed check.
+    assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
+    let line_after = |id: &str| {
+        let at = stdout
+            .find(&format!("  ok       {id}"))
+            .unwrap_or_else(|| panic!("{id} in {stdout}"));
+        let said: Vec<&str> = stdout[at..].lines().take(4).collect();
+        said.join("\n")
+    };
+    let fixture = line_after("fixture");
+    assert!(
+        fixture.contains("started: mcp-stdio: server spear-fixture-server ")
+            && fixture.contains(" ms), 9 tools"),
+        "{fixture}"
+    );
+    let bare = line_after("bare");
+    assert!(
+        bare.contains(" ms), declares no tools (a provider with no capabilities)"),
+        "{bare}"
+    );
+    let gone = line_after("gone");
+    assert!(gone.contains("start failed: "), "{gone}");
+    let off = line_after("off");
+    assert!(
+        !off.contains("started:") && !off.contains("start failed"),
+        "{stdout}"
+    );
+    assert!(
+        !dir.path().join("off-starts").exists(),
+        "a disabled entry was started"
+    );
+    assert!(stdout.ends_with(", 1 failed to start\n"), "{stdout}");
+}
+
+#[test]
+fn check_start_json_carries_each_start() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = registry(dir.path());
+    let out = cli(&["check", "--start", "--json", file.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let by_id = |id: &str| {
+        v["providers"]
+            .as_array()
+            .expect("providers")
+            .iter()
+            .find(|p| p["id"] == id)
+            .unwrap_or_else(|| panic!("{id} in {v}"))
+            .clone()
+    };
+    assert_eq!(
+        by_id("fixture")["started"]["tools"]
+            .as_array()
+            .map(Vec::len),
+        Some(9)
+    );
+    assert_eq!(by_id("bare")["started"]["declares_no_tools"], true);
+    assert!(by_id("gone")["started"]["error"].is_string(), "{v}");
+    assert!(by_id("off").get("started").is_none(), "{v}");
+}
+
+#[test]
+fn without_start_check_starts_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = registry(dir.path());
+    let out = cli(&["check", file.to_str().expect("utf-8")]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(!stdout.contains("started"), "{stdout}");
+    let out = cli(&["check", "--wait", "5", file.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(2), "--wait needs --start");
+}
