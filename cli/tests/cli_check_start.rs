@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{cli, sibling, text};
+use common::{cli, no_tools_server, sibling, text};
 
 use std::path::{Path, PathBuf};
 
@@ -15,18 +15,11 @@ use serde_json::{Value, json};
 /// scripted server whose `initialize` declares only `prompts`), `gone` (a
 /// server that exits at its start) and `off` (disabled, never started).
 fn registry(dir: &Path) -> PathBuf {
-    let script = dir.join("bare.json");
-    let init = json!({"result": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {"prompts": {}},
-        "serverInfo": {"name": "bare", "version": "1"}
-    }});
-    std::fs::write(&script, json!({"initialize": [init]}).to_string()).expect("script");
     let starts = dir.join("off-starts");
     let fixture = sibling("spear-fixture-server");
     let providers = json!([
         {"id": "fixture", "scope": "global", "command": [fixture]},
-        {"id": "bare", "scope": "global", "command": [sibling("spear-script-server"), script]},
+        {"id": "bare", "scope": "global", "command": no_tools_server(dir)},
         {"id": "gone", "scope": "global", "command": [fixture, "--exit-at-start", "3"]},
         {"id": "off", "scope": "global", "enabled": false,
          "command": [fixture, "--starts", starts]},

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{cli, on_registry, sibling, text};
+use common::{cli, no_tools_server, on_registry, text};
 
 use std::path::{Path, PathBuf};
 
@@ -15,19 +15,9 @@ use serde_json::{Value, json};
 /// declares only `prompts`, and whose `tools/list` (never to be sent)
 /// would fail.
 fn registry(dir: &Path) -> PathBuf {
-    let script = dir.join("bare.json");
-    let init = json!({"result": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {"prompts": {}},
-        "serverInfo": {"name": "bare", "version": "1"}
-    }});
-    let body = json!({"initialize": [init],
-        "tools/list": {"": [{"line": {"jsonrpc": "2.0", "id": "$ID",
-            "error": {"code": -32601, "message": "method not found"}}}]}});
-    std::fs::write(&script, body.to_string()).expect("script");
     let file = dir.join("capabilities.json");
     let entry = json!({"id": "bare", "scope": "global",
-        "command": [sibling("spear-script-server"), script]});
+        "command": no_tools_server(dir)});
     std::fs::write(&file, json!({ "providers": [entry] }).to_string()).expect("write");
     file
 }

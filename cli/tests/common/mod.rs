@@ -66,3 +66,20 @@ pub fn on_registry(file: &Path, args: &[&str]) -> Output {
     all.extend(["--project", "demo"]);
     cli(&all)
 }
+
+/// The command of a scripted server in `dir` whose `initialize` declares
+/// only `prompts` (no `tools`: a provider with no capabilities), and whose
+/// `tools/list`, which must never be sent, would fail.
+pub fn no_tools_server(dir: &Path) -> Vec<PathBuf> {
+    let script = dir.join("no-tools.json");
+    let init = serde_json::json!({"result": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {"prompts": {}},
+        "serverInfo": {"name": "bare", "version": "1"}
+    }});
+    let body = serde_json::json!({"initialize": [init],
+        "tools/list": {"": [{"line": {"jsonrpc": "2.0", "id": "$ID",
+            "error": {"code": -32601, "message": "method not found"}}}]}});
+    std::fs::write(&script, body.to_string()).expect("script");
+    vec![sibling("spear-script-server"), script]
+}
