@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use spear_capabilities::CAPABILITIES_FILE_VAR;
-use spear_capabilities::{Audit, EntryCheck, Error, ProviderEntry, Registry};
+use spear_capabilities::{Audit, EntryCheck, EntryWarning, Error, ProviderEntry, Registry};
 
 use crate::get::Started;
 use crate::out::{Closed, out};
@@ -17,9 +17,11 @@ use crate::report::{REFUSED_EXIT, refused_json, refused_lines};
 pub(crate) struct CheckOptions {
     /// Print one JSON object.
     pub(crate) json: bool,
-    /// Also start every enabled entry whose program can run; with a wait,
-    /// each start may go on that long.
-    pub(crate) start: Option<Option<Duration>>,
+    /// Also start every enabled entry whose program can run.
+    pub(crate) start: bool,
+    /// With `start`: how long each start may go on, however short its
+    /// entry's `timeout`.
+    pub(crate) wait: Option<Duration>,
 }
 
 pub(crate) async fn run(file: Option<PathBuf>, projects: &Path, options: CheckOptions) -> ExitCode {
@@ -42,9 +44,10 @@ pub(crate) async fn run(file: Option<PathBuf>, projects: &Path, options: CheckOp
     // Is each program there and runnable: the library's check, as an
     // embedder would ask it.
     let findings = registry.check();
-    let started = match options.start {
-        Some(wait) => start_all(&registry, &findings, wait).await,
-        None => Vec::new(),
+    let started = if options.start {
+        start_all(&registry, &findings, options.wait).await
+    } else {
+        Vec::new()
     };
     if as_json {
         let providers = registry
@@ -104,7 +107,9 @@ pub(crate) fn entry_json(e: &ProviderEntry) -> serde_json::Value {
 }
 
 /// Starts, all at once, each enabled entry whose program can run (a start
-/// per entry, as `get --start` makes it); `None` for the others.
+/// per entry, as `get --start` makes it); `None` for the others, among
+/// them an unscoped entry whose program the check found cannot run (a
+/// warning, which a start must not turn into a failure).
 async fn start_all(
     registry: &Registry,
     findings: &[EntryCheck],
@@ -115,7 +120,12 @@ async fn start_all(
         .iter()
         .zip(findings)
         .map(|(e, f)| async move {
-            if e.enabled && f.cannot_run.is_none() {
+            let runs = f.cannot_run.is_none()
+                && !f
+                    .warnings
+                    .iter()
+                    .any(|w| matches!(w, EntryWarning::CannotRunUnused { .. }));
+            if e.enabled && runs {
                 Some(crate::get::start(registry, e, wait).await)
             } else {
                 None

@@ -307,10 +307,7 @@ async fn run(command: Cmd) -> ExitCode {
             start,
             wait,
         } => {
-            let options = check::CheckOptions {
-                json,
-                start: start.then_some(wait),
-            };
+            let options = check::CheckOptions { json, start, wait };
             check::run(file.or(capabilities), &projects, options).await
         }
         Cmd::List { context, json } => gateway::list(&context, json).await,

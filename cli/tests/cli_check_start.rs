@@ -107,3 +107,25 @@ fn without_start_check_starts_nothing() {
     let out = cli(&["check", "--wait", "5", file.to_str().expect("utf-8")]);
     assert_eq!(out.status.code(), Some(2), "--wait needs --start");
 }
+
+#[test]
+fn check_start_leaves_an_unscoped_entry_whose_program_is_missing_a_warning() {
+    // An entry without a scope applies nowhere, so a missing program is
+    // only a warning for `check`; `--start` must not try it and fail.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("capabilities.json");
+    let providers = json!([
+        {"id": "fixture", "scope": "global", "command": [sibling("spear-fixture-server")]},
+        {"id": "nowhere", "command": ["/no/such/server"]},
+    ]);
+    std::fs::write(&file, json!({ "providers": providers }).to_string()).expect("write");
+    let out = cli(&["check", "--start", file.to_str().expect("utf-8")]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains(" ms), 9 tools\n"), "{stdout}");
+    assert!(!stdout.contains("start failed"), "{stdout}");
+    assert!(
+        stdout.contains("a warning only: it has no scope"),
+        "{stdout}"
+    );
+}

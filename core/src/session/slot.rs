@@ -255,11 +255,12 @@ impl Slot {
     }
 
     /// Waits for a start in the background as long as a turn begun at
-    /// `begun` waits: the entry's timeout (or the operator's longer
-    /// `start_timeout`) and the grace for the kind's `connect`, and as long
-    /// again for the listing once it connected.
+    /// `begun` waits: `start_timeout` (the entry's timeout, or the
+    /// operator's longer start wait: `SessionOptions::start_timeout`) and
+    /// the grace for the kind's `connect`, and as long again for the
+    /// listing once it connected.
     pub(crate) async fn wait(&self, begun: Instant, start_timeout: Duration) {
-        let patience = start_timeout.max(self.entry.timeout) + TIMEOUT_GRACE;
+        let patience = start_timeout + TIMEOUT_GRACE;
         let mut changes = self.changed.subscribe();
         loop {
             let deadline = match &lock(&self.state).phase {
