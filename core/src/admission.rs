@@ -46,18 +46,36 @@ pub(crate) struct Tool {
 
 /// What the gateway made of one provider's offer.
 #[derive(Debug, Default)]
-pub(crate) struct Admission {
+pub struct Admission {
     /// The usable tools, in the provider's order.
     pub(crate) tools: Vec<Tool>,
     /// The tools left out and why: first those the kind could not read at
     /// all, then the others in the provider's order.
-    pub(crate) rejected: Vec<RejectedTool>,
+    pub rejected: Vec<RejectedTool>,
     /// Tools whose output schema cannot be used, and why: they stay, and
     /// their results are not checked.
-    pub(crate) unchecked_outputs: Vec<(String, String)>,
+    pub unchecked_outputs: Vec<(String, String)>,
     /// Names the entry's `read` list gives that the provider does not offer
     /// at all (a misspelling leaves the tool it meant a WRITE), in order.
-    pub(crate) read_not_offered: Vec<String>,
+    pub read_not_offered: Vec<String>,
+}
+
+impl Admission {
+    /// Each usable tool's name and what a turn is shown of it, in the
+    /// provider's order.
+    pub fn admitted(&self) -> impl Iterator<Item = (&str, &ShownCapability)> {
+        self.tools.iter().map(|t| (t.name.as_str(), &t.shown))
+    }
+}
+
+/// The class of `entry`'s tool `name`: READ only when the entry's `read`
+/// lists it, whatever the server says.
+pub fn class_of(entry: &ProviderEntry, name: &str) -> CapabilityClass {
+    if entry.read.contains(name) {
+        CapabilityClass::Read
+    } else {
+        CapabilityClass::Write
+    }
 }
 
 /// Why a tool name cannot be part of a capability id, if it cannot: it must
@@ -80,7 +98,7 @@ pub fn tool_name_problem(name: &str) -> Option<String> {
 /// Admits the usable tools of `offered`, the tool list of `entry`'s
 /// provider. Every copy of a duplicated name is left out: a call by that
 /// name could reach either, so no single schema can be checked for it.
-pub(crate) fn admit(entry: &ProviderEntry, offered: ToolList) -> Admission {
+pub fn admit(entry: &ProviderEntry, offered: ToolList) -> Admission {
     let mut counts: HashMap<&str, usize> = HashMap::new();
     for spec in &offered.tools {
         *counts.entry(spec.name.as_str()).or_default() += 1;
@@ -121,14 +139,9 @@ pub(crate) fn admit(entry: &ProviderEntry, offered: ToolList) -> Admission {
                 continue;
             }
         };
-        let class = if entry.read.contains(&spec.name) {
-            CapabilityClass::Read
-        } else {
-            CapabilityClass::Write
-        };
         let mut shown = ShownCapability::new(
             format!("{}/{}", entry.id, spec.name),
-            class,
+            class_of(entry, &spec.name),
             spec.title.as_deref(),
             spec.description.as_deref(),
             &spec.input_schema,
