@@ -1,109 +1,97 @@
-//! `spear-capabilities check`: validate a registry.
+//! `check`: a registry validated, each entry as the registry has it, what
+//! the library's check finds of its program and, with `--start`, what its
+//! server offers ([`crate::probe`]).
 
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
-use std::time::Duration;
 
 use serde_json::json;
-use spear_capabilities::CAPABILITIES_FILE_VAR;
-use spear_capabilities::{Audit, EntryCheck, EntryWarning, Error, ProviderEntry, Registry};
+use spear_capabilities::{Audit, EntryCheck, EntryWarning, Error, Registry};
 
-use crate::get::Started;
-use crate::out::{Closed, out};
-use crate::report::{REFUSED_EXIT, refused_json, refused_lines};
+use crate::entry;
+use crate::error::{Failure, said_unless};
+use crate::flags::{RegistryArgs, WaitArgs};
+use crate::out::{self, Closed, out};
+use crate::probe::{self, Started};
+use crate::report::{refused_json, refused_lines};
 
-/// What `check` is asked besides the file.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct CheckOptions {
-    /// Print one JSON object.
-    pub(crate) json: bool,
-    /// Also start every enabled entry whose program can run.
-    pub(crate) start: bool,
-    /// With `start`: how long each start may go on, however short its
-    /// entry's `timeout`.
-    pub(crate) wait: Option<Duration>,
+/// Validate a capabilities file: print each provider and every refusal.
+///
+/// Exit status: 0 when every entry is valid, 1 when some are refused
+/// (or, enabled and with a scope, name a program that cannot run) or
+/// with --start a start failed, 2 when the file cannot be read or
+/// parsed, or a file named here does not exist. A warning (an entry without a scope, the program of one
+/// that nothing starts) leaves it 0.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  spear-capabilities check
+  spear-capabilities check /etc/spear/capabilities.json
+  spear-capabilities check --capabilities /etc/spear/capabilities.json
+  spear-capabilities check --json capabilities.json | jq '.refused'
+  spear-capabilities check --start --wait 60")]
+#[command(mut_arg("wait", |a| a.requires("start")))]
+pub(crate) struct Args {
+    /// The file (default: $SPEAR_CAPABILITIES_FILE, else
+    /// capabilities.json beside --projects); the same as --capabilities.
+    #[arg(conflicts_with = "capabilities")]
+    file: Option<PathBuf>,
+    #[command(flatten)]
+    registry: RegistryArgs,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Also start each enabled entry whose program can run (whatever
+    /// its scope), and say what its server offers, or why it did not
+    /// start; a failed start makes the exit status 1.
+    #[arg(long)]
+    start: bool,
+    #[command(flatten)]
+    wait: WaitArgs,
 }
 
-pub(crate) async fn run(file: Option<PathBuf>, projects: &Path, options: CheckOptions) -> ExitCode {
-    let as_json = options.json;
-    if let Some(named) = &file {
-        if let Err(e) = crate::context::named_file_exists(named) {
-            eprintln!("spear-capabilities: {e}");
-            return ExitCode::from(2);
-        }
-    }
-    let path =
-        file.unwrap_or_else(|| Registry::locate(projects, std::env::var_os(CAPABILITIES_FILE_VAR)));
-    let registry = match spear_providers::registry(&path, &Audit::null()) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("spear-capabilities: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    // Is each program there and runnable: the library's check, as an
-    // embedder would ask it.
-    let findings = registry.check();
-    let started = if options.start {
-        start_all(&registry, &findings, options.wait).await
-    } else {
-        Vec::new()
-    };
-    if as_json {
-        let providers = registry
-            .entries()
-            .iter()
-            .zip(&findings)
-            .enumerate()
-            .map(|(i, (e, f))| {
-                let mut v = entry_json(e);
+/// Each entry's start with `--start` (`None` for an entry not started).
+type Starts = Vec<Option<Result<Started, Error>>>;
+
+impl Args {
+    pub(crate) async fn run(self) -> Result<(), Failure> {
+        let named = RegistryArgs {
+            capabilities: self.file.clone().or(self.registry.capabilities.clone()),
+            ..self.registry.clone()
+        };
+        let registry = named.load(&Audit::null())?;
+        let path = named.path();
+        // Is each program there and runnable: the library's check, as an
+        // embedder would ask it.
+        let findings = registry.check();
+        let started = if self.start {
+            start_all(&registry, &findings, self.wait.wait).await
+        } else {
+            Vec::new()
+        };
+        if self.json {
+            let providers = registry.entries().iter().zip(&findings).enumerate();
+            let providers = providers.map(|(i, (e, f))| {
+                let mut v = entry::json(e, f);
                 if let Some(Some(started)) = started.get(i) {
-                    v["started"] = crate::get::started_json(started);
+                    v["started"] = probe::json(started);
                 }
-                v["cannot_run"] = json!(f.cannot_run);
-                v["warnings"] = json!(
-                    f.warnings
-                        .iter()
-                        .map(ToString::to_string)
-                        .collect::<Vec<_>>()
-                );
                 v
             });
-        let out = json!({
-            "file": path.display().to_string(),
-            "notice": registry.notice(),
-            "providers": providers.collect::<Vec<_>>(),
-            "refused": refused_json(&registry),
-        });
-        if let Err(closed) = out!("{out}") {
-            return closed.code();
+            out::json(&json!({
+                "file": path.display().to_string(),
+                "notice": registry.notice(),
+                "providers": providers.collect::<Vec<_>>(),
+                "refused": refused_json(&registry),
+            }))?;
+        } else {
+            print_text(&path, &registry, &findings, &started)?;
         }
-    } else if let Err(closed) = print_text(&path, &registry, &findings, &started) {
-        return closed.code();
+        let all_started = started.iter().flatten().all(Result::is_ok);
+        said_unless(
+            registry.refused().is_empty()
+                && findings.iter().all(|f| f.cannot_run.is_none())
+                && all_started,
+        )
     }
-    let all_started = started.iter().flatten().all(Result::is_ok);
-    if registry.refused().is_empty()
-        && findings.iter().all(|f| f.cannot_run.is_none())
-        && all_started
-    {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(REFUSED_EXIT)
-    }
-}
-
-/// An accepted entry's common keys as `check --json` gives them.
-pub(crate) fn entry_json(e: &ProviderEntry) -> serde_json::Value {
-    json!({
-        "id": e.id,
-        "kind": e.kind,
-        "scope": e.scope.as_ref().map(ToString::to_string),
-        "tasks": e.tasks.iter().map(|t| t.as_str()).collect::<Vec<_>>(),
-        "read": e.read,
-        "write": e.write.as_str(),
-        "enabled": e.enabled,
-        "timeout_secs": e.timeout.as_secs_f64(),
-    })
 }
 
 /// Starts, all at once, each enabled entry whose program can run (a start
@@ -113,8 +101,8 @@ pub(crate) fn entry_json(e: &ProviderEntry) -> serde_json::Value {
 async fn start_all(
     registry: &Registry,
     findings: &[EntryCheck],
-    wait: Option<Duration>,
-) -> Vec<Option<Result<Started, Error>>> {
+    wait: Option<std::time::Duration>,
+) -> Starts {
     let starts = registry
         .entries()
         .iter()
@@ -126,7 +114,7 @@ async fn start_all(
                     .iter()
                     .any(|w| matches!(w, EntryWarning::CannotRunUnused { .. }));
             if e.enabled && runs {
-                Some(crate::get::start(registry, e, wait).await)
+                Some(probe::start(registry, e, wait).await)
             } else {
                 None
             }
@@ -138,18 +126,16 @@ fn print_text(
     path: &Path,
     registry: &Registry,
     findings: &[EntryCheck],
-    started: &[Option<Result<Started, Error>>],
+    started: &Starts,
 ) -> Result<(), Closed> {
     if let Some(notice) = registry.notice() {
         return out!("{notice}");
     }
     out!("{}", path.display())?;
     for (i, (e, f)) in registry.entries().iter().zip(findings).enumerate() {
-        out!("{}", entry_lines(e, f))?;
-        match started.get(i) {
-            Some(Some(Ok(s))) => out!("           {}", s.summary(&e.id))?,
-            Some(Some(Err(err))) => out!("           start failed: {err}")?,
-            _ => {}
+        out!("{}", entry::check_lines(e, f))?;
+        if let Some(Some(started)) = started.get(i) {
+            out!("           {}", probe::summary(started, &e.id))?;
         }
     }
     for line in refused_lines(registry, false) {
@@ -172,38 +158,4 @@ fn print_text(
         registry.entries().len() - unrunnable,
         registry.refused().len() + unrunnable
     )
-}
-
-/// An accepted entry as `check` prints it, with what `findings` says of
-/// it: `  ok       <id>`, its settings and warnings under it, or `  refused
-/// <id>` and why its program cannot run.
-pub(crate) fn entry_lines(e: &ProviderEntry, f: &EntryCheck) -> String {
-    if let Some(why) = &f.cannot_run {
-        return format!("  refused  {}\n           {why}", e.id);
-    }
-    let scope = e
-        .scope
-        .as_ref()
-        .map_or_else(|| "none (applies nowhere)".to_owned(), ToString::to_string);
-    let tasks: Vec<_> = e.tasks.iter().map(|t| t.as_str()).collect();
-    let read: Vec<_> = e.read.iter().map(String::as_str).collect();
-    let mut lines = format!(
-        "  ok       {}{}\n           kind {}; scope {}; tasks {}; write {}; timeout {}s\n           read: {}",
-        e.id,
-        if e.enabled { "" } else { " (disabled)" },
-        e.kind,
-        scope,
-        tasks.join(", "),
-        e.write.as_str(),
-        e.timeout.as_secs_f64(),
-        if read.is_empty() {
-            "(none: every tool is a WRITE)".to_owned()
-        } else {
-            read.join(", ")
-        },
-    );
-    for w in &f.warnings {
-        lines.push_str(&format!("\n           warning: {w}"));
-    }
-    lines
 }

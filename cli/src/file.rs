@@ -1,5 +1,6 @@
-//! The capabilities file as `get`, `add` and `remove` see it: which file
-//! the flags name, its text edited in place, and an atomic write.
+//! The capabilities file as `add` and `remove` see it: its text read and
+//! the registry the core reads from it, its text edited in place, and an
+//! atomic write.
 //!
 //! An edit changes the bytes of the entry it adds or removes and nothing
 //! else: the file is read as a concrete syntax tree (`jsonc-parser`'s
@@ -18,31 +19,70 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use clap::Args;
 use jsonc_parser::ParseOptions;
 use jsonc_parser::cst::{CstInputValue, CstRootNode};
 use serde_json::Value;
-use spear_capabilities::{CAPABILITIES_FILE_VAR, Registry};
+use spear_capabilities::{Audit, Registry};
 
-/// Which capabilities file to read or edit.
-#[derive(Debug, Args)]
-pub(crate) struct FileArgs {
-    /// The capabilities file (default: $SPEAR_CAPABILITIES_FILE, else
-    /// capabilities.json beside --projects).
-    #[arg(long, value_name = "FILE")]
-    pub(crate) capabilities: Option<PathBuf>,
-    /// The projects.json whose folder holds capabilities.json.
-    #[arg(long, value_name = "FILE", default_value = "projects.json")]
-    pub(crate) projects: PathBuf,
+use crate::error::Failure;
+use crate::flags::missing;
+
+/// The file's text and the registry the core reads from it; `None` when
+/// the file does not exist.
+pub(crate) fn read(path: &Path) -> Result<Option<(String, Registry)>, Failure> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(missing(path, &e)),
+    };
+    let registry = registry_of(&text, path).map_err(Failure::Usage)?;
+    Ok(Some((text, registry)))
 }
 
-impl FileArgs {
-    /// The capabilities file these flags name.
-    pub(crate) fn path(&self) -> PathBuf {
-        self.capabilities.clone().unwrap_or_else(|| {
-            Registry::locate(&self.projects, std::env::var_os(CAPABILITIES_FILE_VAR))
+/// The registry the core would read from `text`, an edit of the file at
+/// `path` not written yet.
+pub(crate) fn edited(text: &str, path: &Path) -> Result<Registry, Failure> {
+    registry_of(text, path).map_err(|e| {
+        Failure::Usage(format!(
+            "the edited file would not parse ({e}); nothing written"
+        ))
+    })
+}
+
+fn registry_of(text: &str, path: &Path) -> Result<Registry, String> {
+    let kinds = spear_providers::kinds().map_err(|e| e.to_string())?;
+    Registry::parse(text.as_bytes(), path, &kinds, &Audit::null()).map_err(|e| e.to_string())
+}
+
+/// Replaces the file at `path` with `text` ([`write_atomically`]), saying
+/// what went wrong if it could not.
+pub(crate) fn write(path: &Path, text: &str) -> Result<(), Failure> {
+    write_atomically(path, text).map_err(|e| {
+        Failure::Usage(format!(
+            "cannot write {}: {e}; it is left as it was",
+            path.display()
+        ))
+    })
+}
+
+/// The error of an edit that cannot be made to the file at `path`.
+pub(crate) fn cannot_edit(path: &Path) -> impl FnOnce(String) -> Failure + '_ {
+    move |e| Failure::Usage(format!("cannot edit {}: {e}", path.display()))
+}
+
+/// The `id` of each entry of `providers` in `text`, in file order (`None`
+/// for one without a string id).
+pub(crate) fn ids(text: &str) -> Vec<Option<String>> {
+    let value: Value = serde_json::from_str(text).unwrap_or_default();
+    value["providers"]
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .map(|e| e["id"].as_str().map(str::to_owned))
+                .collect()
         })
-    }
+        .unwrap_or_default()
 }
 
 /// The text of a new capabilities file, before its first entry.
@@ -125,7 +165,7 @@ fn input(value: &Value) -> CstInputValue {
 ///
 /// A symbolic link is followed: the file it names is replaced, the link
 /// stays.
-pub(crate) fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
+fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
     let target = match std::fs::canonicalize(path) {
         Ok(real) => real,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => path.to_path_buf(),

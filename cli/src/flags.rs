@@ -1,4 +1,7 @@
-//! The context flags every subcommand shares, and what they turn into.
+//! The flags several subcommands share, each defined once and flattened
+//! where it is taken: which registry ([`RegistryArgs`]), which turn
+//! ([`ContextArgs`]), how long a start may go on ([`WaitArgs`]); and the
+//! one prologue that loads a registry ([`RegistryArgs::load`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -9,9 +12,11 @@ use clap::builder::{PossibleValuesParser, TypedValueParser};
 use spear_capabilities::CAPABILITIES_FILE_VAR;
 use spear_capabilities::{Audit, JsonLinesSink, Name, Registry, Runtime, TurnContext, TurnKind};
 
-/// Which turn to act as.
-#[derive(Debug, Args)]
-pub(crate) struct ContextArgs {
+use crate::error::Failure;
+
+/// Which capabilities file.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct RegistryArgs {
     /// The capabilities file (default: $SPEAR_CAPABILITIES_FILE, else
     /// capabilities.json beside --projects).
     #[arg(long, value_name = "FILE")]
@@ -19,6 +24,77 @@ pub(crate) struct ContextArgs {
     /// The projects.json whose folder holds capabilities.json.
     #[arg(long, value_name = "FILE", default_value = "projects.json")]
     pub(crate) projects: PathBuf,
+}
+
+impl RegistryArgs {
+    /// The capabilities file these flags name.
+    pub(crate) fn path(&self) -> PathBuf {
+        self.capabilities.clone().unwrap_or_else(|| {
+            Registry::locate(&self.projects, std::env::var_os(CAPABILITIES_FILE_VAR))
+        })
+    }
+
+    /// Fails unless the file named with `--capabilities`, if one is, exists:
+    /// the spec's "no file: no providers" is the default location's rule,
+    /// and a typo in a name given by hand must not read as an empty
+    /// registry.
+    pub(crate) fn named_file_exists(&self) -> Result<(), Failure> {
+        match &self.capabilities {
+            Some(named) => std::fs::metadata(named)
+                .map(drop)
+                .map_err(|e| missing(named, &e)),
+            None => Ok(()),
+        }
+    }
+
+    /// Loads the registry, auditing it to `audit`: a named file must exist;
+    /// a missing file found by default means no providers, as the runtime
+    /// has it.
+    pub(crate) fn load(&self, audit: &Audit) -> Result<Registry, Failure> {
+        self.named_file_exists()?;
+        spear_providers::registry(&self.path(), audit).map_err(|e| Failure::Usage(e.to_string()))
+    }
+}
+
+/// The error of a capabilities file that cannot be found or read.
+pub(crate) fn missing(path: &Path, e: &std::io::Error) -> Failure {
+    Failure::Usage(format!("capabilities file {}: {e}", path.display()))
+}
+
+/// How long a start may go on.
+#[derive(Debug, Clone, Copy, Args)]
+pub(crate) struct WaitArgs {
+    /// Let each provider's start go on up to SECONDS (a server that
+    /// downloads itself on first use, `npx -y` or `uvx`), however short
+    /// its `timeout`: the handshake and the listing may take that long,
+    /// and the command waits for them (`check`, `get`: with --start).
+    /// Calls keep the entry's `timeout`.
+    #[arg(long, value_name = "SECONDS", value_parser = wait_seconds)]
+    pub(crate) wait: Option<Duration>,
+}
+
+/// The longest `--wait`: a day, as the longest `timeout` an entry may set.
+const MAX_WAIT_SECONDS: f64 = 86_400.0;
+
+/// A `--wait` value: a number of seconds, more than 0, at most a day.
+fn wait_seconds(text: &str) -> Result<Duration, String> {
+    let seconds: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of seconds"))?;
+    if !(seconds > 0.0 && seconds <= MAX_WAIT_SECONDS) {
+        return Err(format!(
+            "{text} is not more than 0 and at most {MAX_WAIT_SECONDS} seconds"
+        ));
+    }
+    Ok(Duration::from_secs_f64(seconds))
+}
+
+/// Which turn to act as.
+#[derive(Debug, Args)]
+pub(crate) struct ContextArgs {
+    #[command(flatten)]
+    pub(crate) registry: RegistryArgs,
     /// The turn's registered project (absent: an unregistered tree).
     #[arg(long, value_name = "NAME")]
     pub(crate) project: Option<String>,
@@ -37,39 +113,8 @@ pub(crate) struct ContextArgs {
     /// Append the audit trail to FILE as JSON Lines.
     #[arg(long, value_name = "FILE")]
     pub(crate) audit: Option<PathBuf>,
-    /// Let each provider's start go on up to SECONDS (a server that
-    /// downloads itself on first use, `npx -y` or `uvx`), however short
-    /// its `timeout`: the handshake and the listing may take that long,
-    /// and the command waits for them. Calls keep the entry's `timeout`.
-    #[arg(long, value_name = "SECONDS", value_parser = wait_seconds)]
-    pub(crate) wait: Option<Duration>,
-}
-
-/// The longest `--wait`: a day, as the longest `timeout` an entry may set.
-const MAX_WAIT_SECONDS: f64 = 86_400.0;
-
-/// A `--wait` value: a number of seconds, more than 0, at most a day.
-pub(crate) fn wait_seconds(text: &str) -> Result<Duration, String> {
-    let seconds: f64 = text
-        .trim()
-        .parse()
-        .map_err(|_| format!("{text:?} is not a number of seconds"))?;
-    if !(seconds > 0.0 && seconds <= MAX_WAIT_SECONDS) {
-        return Err(format!(
-            "{text} is not more than 0 and at most {MAX_WAIT_SECONDS} seconds"
-        ));
-    }
-    Ok(Duration::from_secs_f64(seconds))
-}
-
-/// Fails unless `path`, a capabilities file the operator named on the
-/// command line, exists: the spec's "no file: no providers" is the default
-/// location's rule, and a typo in a name given by hand must not read as an
-/// empty registry.
-pub(crate) fn named_file_exists(path: &Path) -> Result<(), String> {
-    std::fs::metadata(path)
-        .map(drop)
-        .map_err(|e| format!("capabilities file {}: {e}", path.display()))
+    #[command(flatten)]
+    pub(crate) wait: WaitArgs,
 }
 
 // The names come from the core, so the CLI cannot drift from what SPEAR
@@ -81,32 +126,16 @@ fn names<T: Name>() -> impl TypedValueParser<Value = T> {
 }
 
 impl ContextArgs {
-    /// The capabilities file these flags name.
-    pub(crate) fn file(&self) -> PathBuf {
-        self.capabilities.clone().unwrap_or_else(|| {
-            Registry::locate(&self.projects, std::env::var_os(CAPABILITIES_FILE_VAR))
-        })
-    }
-
     /// The audit handle: the file given, else none.
-    pub(crate) fn audit(&self) -> Result<Audit, String> {
+    pub(crate) fn audit(&self) -> Result<Audit, Failure> {
         match &self.audit {
             None => Ok(Audit::null()),
             Some(p) => JsonLinesSink::append(p)
                 .map(|s| Audit::new(Arc::new(s)))
-                .map_err(|e| format!("cannot open audit file {}: {e}", p.display())),
+                .map_err(|e| {
+                    Failure::Usage(format!("cannot open audit file {}: {e}", p.display()))
+                }),
         }
-    }
-
-    /// Loads the registry, auditing it.
-    ///
-    /// A file named with `--capabilities` must exist; a missing file found
-    /// by default means no providers, as the runtime has it.
-    pub(crate) fn registry(&self, audit: &Audit) -> Result<Registry, String> {
-        if let Some(named) = &self.capabilities {
-            named_file_exists(named)?;
-        }
-        spear_providers::registry(&self.file(), audit).map_err(|e| e.to_string())
     }
 
     /// The `--project` flag as clap defines it, with its value name

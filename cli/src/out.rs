@@ -1,12 +1,19 @@
-//! Standard output that may close under us (`... | head -3`), and the
-//! signals that end the CLI: both stop every provider through the normal
-//! close path before the process exits.
+//! Standard output that may close under us (`... | head -3`), the
+//! CLI's own lines on standard error, and the signals that end the CLI:
+//! a closed output and a signal both stop every provider through the
+//! normal close path before the process exits.
+//!
+//! `--json` output is written by [`json`] alone: the core's
+//! [`json_text`], so that whatever a server wrote reaches a terminal as
+//! JSON escapes, never as the characters themselves.
 
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Mutex;
 
+use serde::Serialize;
 use spear_capabilities::Session;
+use spear_capabilities::internals::framing::json_text;
 
 /// Standard output could not be written: the reader went away (a broken
 /// pipe), or another error, already said on stderr.
@@ -32,10 +39,23 @@ pub(crate) fn emit(text: &str) -> Result<(), Closed> {
         .map_err(|e| {
             let broken_pipe = e.kind() == std::io::ErrorKind::BrokenPipe;
             if !broken_pipe {
-                eprintln!("spear-capabilities: cannot write to standard output: {e}");
+                tell(format_args!("cannot write to standard output: {e}"));
             }
             Closed { broken_pipe }
         })
+}
+
+/// `value` as one line of JSON on standard output, every character a
+/// terminal would hide or act on written as a JSON escape: the same JSON
+/// to a script, nothing hidden to a person.
+pub(crate) fn json<T: Serialize + ?Sized>(value: &T) -> Result<(), Closed> {
+    emit(&format!("{}\n", json_text(value)))
+}
+
+/// Says `message` on standard error as the CLI's own line:
+/// `spear-capabilities: <message>`.
+pub(crate) fn tell(message: impl std::fmt::Display) {
+    eprintln!("spear-capabilities: {message}");
 }
 
 /// `println!` that returns [`Closed`] instead of panicking.
@@ -73,11 +93,11 @@ pub(crate) fn opened(session: &Session) {
 pub(crate) async fn close(session: Session) {
     let pending = session.stops_pending();
     if pending > 0 && on_terminal() {
-        eprintln!(
-            "spear-capabilities: waiting for {pending} stopping server{} to finish (cancelled, stdin closed, then SIGTERM, then SIGKILL; Ctrl-C ends {} at once)",
+        tell(format_args!(
+            "waiting for {pending} stopping server{} to finish (cancelled, stdin closed, then SIGTERM, then SIGKILL; Ctrl-C ends {} at once)",
             if pending == 1 { "" } else { "s" },
             if pending == 1 { "it" } else { "them" },
-        );
+        ));
     }
     let (closed, done) = tokio::sync::oneshot::channel();
     lock(&CLOSING).push(tokio::spawn(async move {
@@ -91,7 +111,7 @@ pub(crate) async fn close(session: Session) {
 /// them at once.
 pub(crate) fn say_stopping() {
     if on_terminal() && !lock(&OPEN).is_empty() {
-        eprintln!("spear-capabilities: stopping the servers (Ctrl-C again ends them at once)");
+        tell("stopping the servers (Ctrl-C again ends them at once)");
     }
 }
 

@@ -10,9 +10,28 @@
 use std::io::{BufRead, Write};
 use std::sync::{Arc, Mutex};
 
-use clap::ValueEnum;
+use clap::{Args, ValueEnum};
 use futures::future::BoxFuture;
 use spear_capabilities::{Ask, Auto, PermissionMode, ReadOnly, WriteRequest};
+
+/// How WRITE capabilities are allowed.
+#[derive(Debug, Args)]
+pub(crate) struct PermissionArgs {
+    /// The session's permission mode.
+    #[arg(long, value_enum, default_value_t = Mode::Ask)]
+    mode: Mode,
+    /// Answer every confirmation (ask mode) without asking.
+    #[arg(long, value_enum)]
+    confirm: Option<Confirm>,
+}
+
+impl PermissionArgs {
+    /// The permission mode the flags name, and the record of what its
+    /// confirmations were answered.
+    pub(crate) fn mode(&self) -> (Arc<dyn PermissionMode>, Confirmations) {
+        permission(self.mode, self.confirm)
+    }
+}
 
 /// The session's permission mode.
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -95,10 +114,7 @@ impl Confirmations {
 
 /// The permission mode `mode` and `confirm` name, and the record of what
 /// its confirmations were answered.
-pub(crate) fn permission(
-    mode: Mode,
-    confirm: Option<Confirm>,
-) -> (Arc<dyn PermissionMode>, Confirmations) {
+fn permission(mode: Mode, confirm: Option<Confirm>) -> (Arc<dyn PermissionMode>, Confirmations) {
     let confirmations = Confirmations::default();
     let mode: Arc<dyn PermissionMode> = match mode {
         Mode::ReadOnly => Arc::new(ReadOnly),
@@ -133,10 +149,10 @@ fn ask_on_terminal(req: &WriteRequest) -> (bool, AnsweredBy) {
         .write(true)
         .open("/dev/tty")
     else {
-        eprintln!(
-            "spear-capabilities: no terminal to ask on, so the WRITE {} is declined (use --confirm yes|no)",
+        crate::out::tell(format_args!(
+            "no terminal to ask on, so the WRITE {} is declined (use --confirm yes|no)",
             req.capability
-        );
+        ));
         return (false, AnsweredBy::NoTerminal);
     };
     let _ = write!(tty, "{} [y/N] ", req.question());

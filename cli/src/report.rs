@@ -11,13 +11,9 @@ use spear_capabilities::internals::registry::RefusedEntry;
 use spear_capabilities::internals::selection::{self, Decision};
 use spear_capabilities::{Audit, Registry, TurnContext};
 
-use crate::context::ContextArgs;
+use crate::flags::ContextArgs;
+use crate::out::tell;
 use crate::view::status_style;
-
-/// The exit status of a command whose registry refused an entry, `check`'s
-/// and every other subcommand's alike: the same as a refused call or an
-/// unavailable provider, so that a script sees something is wrong.
-pub(crate) const REFUSED_EXIT: u8 = 1;
 
 /// The refused entries as `check` prints them: `  refused  <entry>`, then
 /// each problem on a line of its own under it, in the status column of
@@ -73,9 +69,9 @@ pub(crate) fn say_refused(registry: &Registry) {
         return;
     }
     let entries = if n == 1 { "entry" } else { "entries" };
-    eprintln!(
-        "spear-capabilities: the registry refused {n} {entries}, which no turn gets (`spear-capabilities check` says the same):"
-    );
+    tell(format_args!(
+        "the registry refused {n} {entries}, which no turn gets (`spear-capabilities check` says the same):"
+    ));
     for line in refused_lines(registry, false) {
         eprintln!("{line}");
     }
@@ -84,7 +80,7 @@ pub(crate) fn say_refused(registry: &Registry) {
 /// Says [`project_hint`] on standard error, when there is one.
 pub(crate) fn say_project_hint(registry: &Registry, turn: &TurnContext) {
     if let Some(hint) = project_hint(registry, turn) {
-        eprintln!("spear-capabilities: hint: {hint}");
+        tell(format_args!("hint: {hint}"));
     }
 }
 

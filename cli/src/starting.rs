@@ -22,9 +22,10 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use spear_capabilities::internals::framing::one_line;
 use spear_capabilities::{ProviderState, Session, Turn, TurnError};
 
-use crate::view::{colour_on, printable, state_line, status_style};
+use crate::view::{colour_on, state_line, status_style};
 
 /// How often the providers' states are read while they start.
 pub(crate) const POLL: Duration = Duration::from_millis(50);
@@ -104,7 +105,7 @@ impl Display {
     fn line(&self, id: &str, state: &ProviderState) -> String {
         let (status, detail) = state_line(state);
         let style = status_style(status, self.colour);
-        let detail = printable(&detail, MAX_REASON_CHARS);
+        let detail = one_line(&detail, MAX_REASON_CHARS);
         match (state, self.wait) {
             (ProviderState::Starting { .. }, Some(wait)) => format!(
                 "  {style}{status:<8}{style:#} {id}: {detail}, waiting up to {} (--wait)",

@@ -1,41 +1,102 @@
 //! What the operator is shown and a turn never is: each provider's state
 //! with its server's name, version and protocol, and a call's raw result in
-//! MCP's shape. Shared by `list`, `invoke` and the live start display.
+//! MCP's shape. Shared by `list`, `invoke`, `check --start`, `get --start`
+//! and the live start display.
 //!
-//! Everything a server says of itself is untrusted text: before it reaches
-//! a terminal its control characters are replaced and its length bounded
-//! ([`printable`]).
+//! Everything a server says, of itself or through what it makes the CLI
+//! say about it (an error's message, its stderr tail), is untrusted text:
+//! it reaches a terminal only through the core's sanitiser
+//! ([`one_line`], [`json_text`]), so that no escape sequence, control,
+//! bidi, zero-width or tag character gets through, and nothing a server
+//! wrote stands as a line of its own.
 
 use std::io::IsTerminal;
 
+use serde_json::ser::{Formatter, PrettyFormatter};
 use serde_json::{Map, Value, json};
+use spear_capabilities::internals::framing::{json_text, one_line};
 use spear_capabilities::{CallResult, Content, ProviderInfo, ProviderState, ResourceBody};
 
 /// The most characters of one fact a server gives about itself (name,
 /// version) that the CLI prints.
-const MAX_FACT_CHARS: usize = 200;
+pub(crate) const MAX_FACT_CHARS: usize = 200;
 
 /// The details of a [`ProviderInfo`] the operator reads first, in this
 /// order, when the kind gives them (the `mcp-stdio` kind does).
 const SERVER_DETAILS: [&str; 3] = ["server", "server_version", "protocol"];
 
-/// `text` fit for one line of a terminal: every control character (escape
-/// sequences, carriage returns, line breaks) replaced by a space or U+FFFD,
-/// cut at `max` characters with an ellipsis.
-pub(crate) fn printable(text: &str, max: usize) -> String {
-    let mut out = String::with_capacity(text.len().min(max * 4));
-    for (n, c) in text.chars().enumerate() {
-        if n == max {
-            out.push('…');
-            break;
-        }
-        out.push(match c {
-            '\n' | '\r' | '\t' => ' ',
-            c if c.is_control() => '\u{FFFD}',
-            c => c,
-        });
+/// A failure's message (which may carry what a server wrote: its error's
+/// message, its stderr tail) whole, on one line.
+pub(crate) fn failure_line(message: &str) -> String {
+    one_line(message, usize::MAX)
+}
+
+/// `value` as indented JSON text (as `serde_json` lays it out) with
+/// nothing hidden: each character of a string that [`json_text`] escapes
+/// is escaped the same way, so the text is still the same JSON.
+pub(crate) fn pretty_json(value: &Value) -> String {
+    let mut text = Vec::new();
+    let mut serializer =
+        serde_json::Serializer::with_formatter(&mut text, Visible(PrettyFormatter::new()));
+    // Writing a JSON value to memory cannot fail.
+    let _ = serde::Serialize::serialize(value, &mut serializer);
+    String::from_utf8(text).unwrap_or_default()
+}
+
+/// serde_json's pretty layout, with each run of a string's plain
+/// characters written as the core's [`json_text`] writes it (the
+/// characters that JSON must escape never reach a run: serde_json escapes
+/// them itself).
+struct Visible(PrettyFormatter<'static>);
+
+impl Formatter for Visible {
+    fn write_string_fragment<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        fragment: &str,
+    ) -> std::io::Result<()> {
+        let quoted = json_text(fragment);
+        let inner = quoted
+            .strip_prefix('"')
+            .and_then(|q| q.strip_suffix('"'))
+            .unwrap_or(&quoted);
+        writer.write_all(inner.as_bytes())
     }
-    out
+    fn begin_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.begin_array(w)
+    }
+    fn end_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_array(w)
+    }
+    fn begin_array_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.0.begin_array_value(w, first)
+    }
+    fn end_array_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_array_value(w)
+    }
+    fn begin_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.begin_object(w)
+    }
+    fn end_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_object(w)
+    }
+    fn begin_object_key<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.0.begin_object_key(w, first)
+    }
+    fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.begin_object_value(w)
+    }
+    fn end_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_object_value(w)
+    }
 }
 
 /// A provider's state as the operator reads it: a status word, then what
@@ -63,9 +124,10 @@ pub(crate) fn state_line(state: &ProviderState) -> (&'static str, String) {
                 if *tools == 1 { "tool" } else { "tools" }
             ),
         ),
-        ProviderState::Unavailable { reason, message } => {
-            ("failed", format!("unavailable ({reason}): {message}"))
-        }
+        ProviderState::Unavailable { reason, message } => (
+            "failed",
+            format!("unavailable ({reason}): {}", failure_line(message)),
+        ),
         ProviderState::Starting { since } => {
             ("starting", format!("starting for {} ms", since.as_millis()))
         }
@@ -81,7 +143,7 @@ pub(crate) fn info_line(info: &ProviderInfo) -> String {
         info.details
             .iter()
             .find(|(n, _)| n == name)
-            .map(|(_, v)| printable(v, MAX_FACT_CHARS))
+            .map(|(_, v)| one_line(v, MAX_FACT_CHARS))
     };
     let mut parts = Vec::new();
     match (detail("server"), detail("server_version")) {
@@ -93,7 +155,7 @@ pub(crate) fn info_line(info: &ProviderInfo) -> String {
     if let Some(protocol) = detail("protocol") {
         parts.push(format!("protocol {protocol}"));
     }
-    let kind = printable(&info.kind, MAX_FACT_CHARS);
+    let kind = one_line(&info.kind, MAX_FACT_CHARS);
     if parts.is_empty() {
         kind
     } else {
@@ -111,7 +173,7 @@ pub(crate) fn info_json(info: &ProviderInfo) -> Value {
     for (name, value) in &info.details {
         if SERVER_DETAILS.contains(&name.as_str()) {
             // A version such as "2" is a name, not a count.
-            v[name.as_str()] = json!(printable(value, MAX_FACT_CHARS));
+            v[name.as_str()] = json!(one_line(value, MAX_FACT_CHARS));
         } else {
             others.insert(name.clone(), detail_json(value));
         }
@@ -121,11 +183,11 @@ pub(crate) fn info_json(info: &ProviderInfo) -> Value {
 }
 
 /// A detail's value: a whole number (a process id, a counter) as a number,
-/// anything else as printable text.
+/// anything else as one line of plain text.
 fn detail_json(value: &str) -> Value {
     match value.parse::<u64>() {
         Ok(n) if n.to_string() == value => json!(n),
-        _ => json!(printable(value, MAX_FACT_CHARS)),
+        _ => json!(one_line(value, MAX_FACT_CHARS)),
     }
 }
 
@@ -260,22 +322,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn printable_replaces_control_characters_and_bounds_the_length() {
-        assert_eq!(printable("a\x1b[31mb\nc", 100), "a\u{FFFD}[31mb c");
-        assert_eq!(printable("abcdef", 3), "abc…");
-        assert_eq!(printable("abc", 3), "abc");
-    }
-
-    #[test]
     fn info_line_names_server_version_and_protocol() {
         let info = ProviderInfo::new("mcp-stdio")
             .with_detail("pid", "42")
-            .with_detail("server", "srv\x1b]0;x")
+            .with_detail("server", "srv\x1b]0;x\x07\u{202e}")
             .with_detail("server_version", "1.2")
             .with_detail("protocol", "2025-06-18");
         assert_eq!(
             info_line(&info),
-            "mcp-stdio: server srv\u{FFFD}]0;x 1.2, protocol 2025-06-18"
+            "mcp-stdio: server srv 1.2, protocol 2025-06-18"
         );
         assert_eq!(info_line(&ProviderInfo::new("builtin")), "builtin");
         let v = info_json(&info);
