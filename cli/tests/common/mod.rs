@@ -67,11 +67,18 @@ pub fn on_registry(file: &Path, args: &[&str]) -> Output {
     cli(&all)
 }
 
+/// The command of `spear-script-server` playing `script` (its format is in
+/// `testkit/src/bin/script_server.rs`), written to `dir/<name>.json`.
+pub fn script_server(dir: &Path, name: &str, script: &serde_json::Value) -> Vec<PathBuf> {
+    let file = dir.join(format!("{name}.json"));
+    std::fs::write(&file, script.to_string()).expect("script");
+    vec![sibling("spear-script-server"), file]
+}
+
 /// The command of a scripted server in `dir` whose `initialize` declares
 /// only `prompts` (no `tools`: a provider with no capabilities), and whose
 /// `tools/list`, which must never be sent, would fail.
 pub fn no_tools_server(dir: &Path) -> Vec<PathBuf> {
-    let script = dir.join("no-tools.json");
     let init = serde_json::json!({"result": {
         "protocolVersion": "2025-06-18",
         "capabilities": {"prompts": {}},
@@ -80,6 +87,5 @@ pub fn no_tools_server(dir: &Path) -> Vec<PathBuf> {
     let body = serde_json::json!({"initialize": [init],
         "tools/list": {"": [{"line": {"jsonrpc": "2.0", "id": "$ID",
             "error": {"code": -32601, "message": "method not found"}}}]}});
-    std::fs::write(&script, body.to_string()).expect("script");
-    vec![sibling("spear-script-server"), script]
+    script_server(dir, "no-tools", &body)
 }
