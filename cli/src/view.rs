@@ -322,6 +322,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_pretty_schema_escapes_what_a_terminal_would_hide_and_stays_the_same_json() {
+        let plain = json!({"type": "object", "properties": {"q": {"type": "string"}}});
+        assert_eq!(
+            pretty_json(&plain),
+            serde_json::to_string_pretty(&plain).expect("json")
+        );
+        let hostile =
+            json!({"d\u{202e}": ["a\u{9b}b\u{200b}c\u{7f}\u{e0041}", "\u{1b}[2J\n"], "n": 1});
+        let text = pretty_json(&hostile);
+        assert!(text.is_ascii(), "{text}");
+        assert!(text.contains("\n  \"d\\u202e\": [\n"), "{text}");
+        assert_eq!(serde_json::from_str::<Value>(&text).expect("json"), hostile);
+    }
+
+    #[test]
     fn info_line_names_server_version_and_protocol() {
         let info = ProviderInfo::new("mcp-stdio")
             .with_detail("pid", "42")
