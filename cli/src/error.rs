@@ -22,8 +22,9 @@ pub(crate) enum Failure {
     /// that failed, a provider unavailable, a call refused): nothing more
     /// to say. Exit 1.
     Said,
-    /// Standard output closed under it ([`Closed::code`]: 141 for a broken
-    /// pipe, else 1, the error said where it happened).
+    /// Standard output closed under it: 141 (128 + SIGPIPE) for a closed
+    /// pipe, what a shell shows for `yes | head -1`'s writer; 1 for any
+    /// other write error (said where it happened).
     Closed(Closed),
     /// A signal ended it, once every provider was stopped: 128 + the
     /// signal's number (130 SIGINT, 143 SIGTERM, 129 SIGHUP).
@@ -44,7 +45,8 @@ impl Failure {
         match self {
             Failure::Usage(_) => ExitCode::from(2),
             Failure::Refused(_) | Failure::Said => ExitCode::from(1),
-            Failure::Closed(closed) => closed.code(),
+            Failure::Closed(Closed { broken_pipe: true }) => ExitCode::from(141),
+            Failure::Closed(Closed { broken_pipe: false }) => ExitCode::from(1),
             Failure::Signal(code) => ExitCode::from(*code),
         }
     }

@@ -54,9 +54,7 @@ impl Lines {
     /// Says, on standard error, how to end a typed turn; nothing otherwise.
     pub(crate) fn say_how_to_end(&self) {
         if self.typed() {
-            eprintln!(
-                "spear-capabilities: type the turn's command lines, one a line; Ctrl-D ends the turn"
-            );
+            crate::out::tell("type the turn's command lines, one a line; Ctrl-D ends the turn");
         }
     }
 

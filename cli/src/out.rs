@@ -8,7 +8,6 @@
 //! JSON escapes, never as the characters themselves.
 
 use std::io::Write;
-use std::process::ExitCode;
 use std::sync::Mutex;
 
 use serde::Serialize;
@@ -19,15 +18,8 @@ use spear_capabilities::internals::framing::json_text;
 /// pipe), or another error, already said on stderr.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Closed {
-    broken_pipe: bool,
-}
-
-impl Closed {
-    /// The exit status: 141 (128 + SIGPIPE) for a closed pipe, what a shell
-    /// shows for `yes | head -1`'s writer; 1 for any other write error.
-    pub(crate) fn code(self) -> ExitCode {
-        ExitCode::from(if self.broken_pipe { 141 } else { 1 })
-    }
+    /// The reader went away, rather than any other write error.
+    pub(crate) broken_pipe: bool,
 }
 
 /// Writes `text` to standard output and flushes it.
