@@ -238,6 +238,7 @@ mod tests {
 
     fn entry() -> ProviderEntry {
         ProviderEntry {
+            index: 0,
             id: "p".into(),
             kind: "test".into(),
             scope: None,

@@ -45,8 +45,9 @@ pub use provider::{
     ToolSpec,
 };
 pub use registry::{
-    CAPABILITIES_FILE_NAME, CAPABILITIES_FILE_VAR, EntryCheck, EntryProblem, EntryWarning, Fields,
-    Position, ProviderEntry, RefusedEntry, Registry, RequestClass, WritePolicy, type_name,
+    CAPABILITIES_FILE_NAME, CAPABILITIES_FILE_VAR, EntryCheck, EntryProblem, EntryProblemKind,
+    EntryWarning, Fields, Position, ProviderEntry, RefusedEntry, Registry, RequestClass,
+    WritePolicy, type_name,
 };
 pub use scope::Scope;
 pub use selection::{Decision, Runtime, Selection, TurnContext, TurnKind, select};

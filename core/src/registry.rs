@@ -24,24 +24,28 @@
 //! kinds) nor where a turn's providers are chosen ([`crate::selection`]).
 
 mod check;
+mod document;
 mod entry;
 mod fields;
+mod file;
 mod position;
+mod problem;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-use serde_json::Value;
 
 use crate::Error;
 use crate::audit::{Audit, AuditEvent};
 use crate::kind::Kinds;
 
 pub use check::{EntryCheck, EntryWarning};
-pub use entry::{EntryProblem, ProviderEntry, RefusedEntry, RequestClass, WritePolicy};
+pub use document::{BYTE_ORDER_MARK, edit_tree};
+pub use entry::{ProviderEntry, RequestClass, WritePolicy};
 pub use fields::{Fields, type_name};
+pub use file::{MAX_REGISTRY_BYTES, open, read};
 pub use position::Position;
+pub use problem::{EntryProblem, EntryProblemKind, RefusedEntry};
 
 /// The environment variable naming the capabilities file.
 pub const CAPABILITIES_FILE_VAR: &str = "SPEAR_CAPABILITIES_FILE";
@@ -94,83 +98,70 @@ impl Registry {
         }
     }
 
-    /// Loads the file at `path`, checks each entry with the kind it names
-    /// from `kinds`, and audits every entry.
+    /// Loads the file at `path` (a symbolic link is followed), checks each
+    /// entry with the kind it names from `kinds`, and audits every entry.
     ///
     /// A missing file is an empty registry that says so
-    /// ([`Registry::notice`]), not an error.
+    /// ([`Registry::notice`]), not an error. Only a regular file is read
+    /// (a FIFO is refused without waiting for a writer), and at most
+    /// [`MAX_REGISTRY_BYTES`] of it.
     ///
     /// # Errors
-    /// [`Error::RegistryRead`] when the file exists but cannot be read,
-    /// [`Error::RegistrySyntax`] (with line and column) when it is not JSON,
-    /// [`Error::RegistryShape`] when it is not `{"providers": [...]}`.
+    /// [`Error::RegistryRead`] when the file exists but cannot be read, is
+    /// not a regular file or is larger than [`MAX_REGISTRY_BYTES`];
+    /// otherwise as [`Registry::parse`].
     pub fn load(path: &Path, kinds: &Kinds, audit: &Audit) -> Result<Registry, Error> {
-        match std::fs::read(path) {
-            Ok(bytes) => Self::parse(&bytes, path, kinds, audit),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Registry {
+        let Some(mut opened) = file::open(path)? else {
+            return Ok(Registry {
                 missing: true,
                 ..Registry::empty(path, kinds)
-            }),
-            Err(source) => Err(Error::RegistryRead {
-                path: path.to_path_buf(),
-                source,
-            }),
-        }
+            });
+        };
+        let bytes = file::read(&mut opened, path)?;
+        Self::parse(&bytes, path, kinds, audit)
     }
 
     /// Parses `bytes` as the content of the capabilities file at `path`
     /// (used for messages and as the base of relative paths), and audits
     /// every entry.
     ///
+    /// The bytes are UTF-8 JSON (a byte-order mark at the start is
+    /// accepted), read strictly: no comment, no trailing comma. A key given
+    /// twice means neither copy: in an entry it refuses the entry
+    /// ([`EntryProblemKind::DuplicateKey`]), outside the entries it is an
+    /// error of the file.
+    ///
     /// # Errors
-    /// As [`Registry::load`], except that nothing is read.
+    /// [`Error::RegistrySyntax`] (with line and column) when it is not
+    /// UTF-8 JSON or gives a key twice outside the entries,
+    /// [`Error::RegistryShape`] when it is not `{"providers": [...]}`.
     pub fn parse(
         bytes: &[u8],
         path: &Path,
         kinds: &Kinds,
         audit: &Audit,
     ) -> Result<Registry, Error> {
-        let value: Value = serde_json::from_slice(bytes).map_err(|e| Error::RegistrySyntax {
-            path: path.to_path_buf(),
-            line: e.line(),
-            // serde_json says column 0 when the fault is before the first
-            // character of a line (an empty file, a cut-off last line);
-            // ours are 1-based, as editors count.
-            column: e.column().max(1),
-            message: strip_position(&e.to_string()),
-        })?;
-        let shape = |message: &str| Error::RegistryShape {
-            path: path.to_path_buf(),
-            message: message.to_owned(),
+        let fault = |fault| match fault {
+            document::Fault::Syntax { at, message } => Error::RegistrySyntax {
+                path: path.to_path_buf(),
+                line: at.line,
+                column: at.column,
+                message,
+            },
+            document::Fault::Shape(message) => Error::RegistryShape {
+                path: path.to_path_buf(),
+                message,
+            },
         };
-        let Value::Object(top) = value else {
-            return Err(shape(r#"expected an object {"providers": [...]}"#));
-        };
-        if let Some(key) = top.keys().find(|k| *k != "providers") {
-            return Err(shape(&format!(
-                "unknown top-level key {key:?}; allowed: \"providers\""
-            )));
-        }
-        let Some(Value::Array(items)) = top.get("providers") else {
-            return Err(shape(r#"expected "providers" to be an array of entries"#));
-        };
+        let document = document::text(bytes)
+            .and_then(document::read)
+            .map_err(fault)?;
         let mut registry = Registry::empty(path, kinds);
         let mut claimed: Vec<(String, usize)> = Vec::new();
-        let mut places = None;
-        for (index, item) in items.iter().enumerate() {
-            match entry::parse_entry(index, item, &registry.base_dir, kinds, &mut claimed) {
+        for (index, node) in document.entries.iter().enumerate() {
+            match entry::parse_entry(index, node, &registry.base_dir, kinds, &mut claimed) {
                 Ok(entry) => registry.entries.push(entry),
-                Err(mut refused) => {
-                    // Read only when an entry is refused: most files have none.
-                    let places = places.get_or_insert_with(|| position::entry_places(bytes));
-                    if let Some(place) = places.get(index) {
-                        refused.position = place.at;
-                        for problem in &mut refused.problems {
-                            problem.position = place.of(&problem.key);
-                        }
-                    }
-                    registry.refused.push(refused);
-                }
+                Err(refused) => registry.refused.push(refused),
             }
         }
         registry.audit(audit);
@@ -253,13 +244,5 @@ impl Registry {
             )),
             _ => None,
         }
-    }
-}
-
-/// serde_json appends " at line L column C"; we report those separately.
-fn strip_position(message: &str) -> String {
-    match message.rfind(" at line ") {
-        Some(i) => message[..i].to_owned(),
-        None => message.to_owned(),
     }
 }

@@ -324,3 +324,43 @@ async fn an_embedder_needs_nothing_but_the_crate_root() {
     assert!(a.clone().into_operator_result().is_some());
     s.close().await;
 }
+
+/// An embedder tells a refused entry's problems apart by their kind, not
+/// their words: a misspelt key, a key given twice, a duplicate id, each
+/// with where it is in the file.
+#[test]
+fn an_embedder_tells_what_is_wrong_with_an_entry_by_its_kind() {
+    use spear_capabilities::{Audit, EntryProblemKind, Registry};
+    let text = br#"{"providers": [
+  {"id": "notes", "kind": "mock", "scope": "global", "timout": 5},
+  {"id": "notes", "kind": "mock", "write": "allow", "write": "refuse"}
+]}"#;
+    let registry = Registry::parse(
+        text,
+        std::path::Path::new("/etc/spear/capabilities.json"),
+        &spear_testkit::kinds::mock(),
+        &Audit::null(),
+    )
+    .expect("parses");
+    let mut said = Vec::new();
+    for refused in registry.refused() {
+        for problem in &refused.problems {
+            let what = match problem.kind {
+                EntryProblemKind::UnknownKey => "a misspelt key",
+                EntryProblemKind::DuplicateKey => "a key given twice",
+                EntryProblemKind::DuplicateId => "an id taken",
+                _ => "something else",
+            };
+            let at = problem.position.expect("placed");
+            said.push(format!("{}:{} {what} ({})", at.line, at.column, problem.key));
+        }
+    }
+    assert_eq!(
+        said,
+        [
+            "2:54 a misspelt key (timout)",
+            "3:4 an id taken (id)",
+            "3:53 a key given twice (write)",
+        ]
+    );
+}

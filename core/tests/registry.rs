@@ -7,8 +7,8 @@ use std::time::Duration;
 use serde_json::Value;
 use spear_capabilities::internals::registry::{self, DEFAULT_TIMEOUT};
 use spear_capabilities::{
-    EntryProblem, EntryWarning, Error, KindSettings, Kinds, ProviderKind, Registry, RequestClass,
-    Scope, WritePolicy,
+    EntryProblem, EntryProblemKind, EntryWarning, Error, KindSettings, Kinds, ProviderKind,
+    Registry, RequestClass, Scope, WritePolicy,
 };
 use spear_testkit::RecordingSink;
 
@@ -343,7 +343,7 @@ fn syntax_errors_name_the_file_line_and_column() {
             err,
             Error::RegistrySyntax {
                 line: 2,
-                column: 14,
+                column: 13,
                 ..
             }
         ),
@@ -351,21 +351,26 @@ fn syntax_errors_name_the_file_line_and_column() {
     );
     assert_eq!(
         err.to_string(),
-        "capabilities file /etc/spear/capabilities.json:2:14: trailing comma"
+        "capabilities file /etc/spear/capabilities.json:2:13: trailing commas are not allowed"
     );
 }
 
 #[test]
 fn a_fault_before_a_lines_first_character_is_at_column_1() {
-    // Found by the `registry` fuzz target: serde_json's column 0.
+    // Found by the `registry` fuzz target, when serde_json read the file:
+    // its column 0. An unterminated array is placed at its `[`.
     for (text, want) in [
         (
             "",
-            "capabilities file /etc/spear/capabilities.json:1:1: EOF while parsing a value",
+            "capabilities file /etc/spear/capabilities.json:1:1: the file is empty; expected an object {\"providers\": [...]}",
         ),
         (
             "{\"providers\": [\n",
-            "capabilities file /etc/spear/capabilities.json:2:1: EOF while parsing a list",
+            "capabilities file /etc/spear/capabilities.json:1:15: unterminated array",
+        ),
+        (
+            "{\"providers\": []}\n]",
+            "capabilities file /etc/spear/capabilities.json:2:1: text cannot contain more than one JSON value",
         ),
     ] {
         let err = Registry::parse(
@@ -556,4 +561,210 @@ fn a_check_refuses_a_program_that_cannot_run_only_where_a_turn_would_start_it() 
         "cannot start `missing`: not here; a warning only: it has no scope, so nothing starts it"
     );
     assert_eq!(r.check_entry(&r.entries()[1]), checks[1]);
+}
+
+/// One reading, one meaning: a key given twice inside an entry refuses the
+/// entry (at the second copy, at any depth), neither copy counting; an id
+/// given twice names no entry and claims no id.
+#[test]
+fn a_key_given_twice_refuses_its_entry_at_the_second_copy() {
+    let (r, sink) = parse(
+        "{\"providers\": [\n  {\"id\": \"w\", \"kind\": \"proc\", \"command\": [\"x\"], \"write\": \"refuse\", \"write\": \"allow\"},\n  {\"id\": \"e\", \"kind\": \"proc\", \"command\": [\"x\"], \"env\": {\"A\": \"1\", \"A\": \"2\"}},\n  {\"id\": \"y\", \"kind\": \"proc\", \"command\": [\"x\"], \"id\": \"z\"},\n  {\"id\": \"z\", \"kind\": \"proc\", \"command\": [\"x\"]}\n]}",
+    );
+    let ids: Vec<&str> = r.entries().iter().map(|e| e.id.as_str()).collect();
+    assert_eq!(ids, ["z"], "the id given twice claims neither copy");
+    assert_eq!(r.entries()[0].index, 3);
+    let said: Vec<(String, Option<String>, Vec<String>)> = r
+        .refused()
+        .iter()
+        .map(|refused| {
+            let problems = refused.problems.iter().map(|p| {
+                assert_eq!(p.kind, EntryProblemKind::DuplicateKey, "{p}");
+                format!("{} {p}", p.position.expect("placed"))
+            });
+            (refused.label(), refused.id.clone(), problems.collect())
+        })
+        .collect();
+    assert_eq!(
+        said,
+        [
+            (
+                "providers[0] (\"w\")".to_owned(),
+                Some("w".to_owned()),
+                vec![
+                    "2:68 key \"write\": given twice (first at 2:49); a key may be given once"
+                        .to_owned()
+                ]
+            ),
+            (
+                "providers[1] (\"e\")".to_owned(),
+                Some("e".to_owned()),
+                vec![
+                    "3:67 key \"env\": \"A\" given twice (first at 3:57); a key may be given once"
+                        .to_owned()
+                ]
+            ),
+            (
+                "providers[2]".to_owned(),
+                None,
+                vec![
+                    "4:49 key \"id\": given twice (first at 4:4); a key may be given once"
+                        .to_owned()
+                ]
+            ),
+        ]
+    );
+    assert_eq!(sink.named("provider_refused").len(), 3);
+}
+
+#[test]
+fn a_key_given_twice_outside_the_entries_is_an_error_of_the_file() {
+    let err = Registry::parse(
+        b"{\"providers\": [],\n \"providers\": [{\"id\": \"x\", \"kind\": \"proc\", \"command\": [\"x\"]}]}",
+        Path::new(FILE),
+        &kinds(),
+        &spear_capabilities::Audit::null(),
+    )
+    .expect_err("neither copy counts");
+    assert!(
+        matches!(
+            err,
+            Error::RegistrySyntax {
+                line: 2,
+                column: 2,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "capabilities file {FILE}:2:2: key \"providers\" given twice (first at 1:2); a key may be given once"
+        )
+    );
+}
+
+/// Every problem says its kind, for a program to match on; each is placed,
+/// and an entry's problems are in file order.
+#[test]
+fn every_problem_has_a_kind_and_a_place_in_file_order() {
+    let (r, _) = parse(
+        r#"{"providers": [
+  {"id": "a", "kind": "proc", "command": ["x"]},
+  7,
+  {"kind": "proc", "timeout": "soon", "tasks": ["nope"], "command": ["x"]},
+  {"id": "a", "kind": "nokind", "scope": "corpus"},
+  {"id": "b", "kind": "proc", "Timeout": 3, "read": [1], "write": "maybe"}
+]}"#,
+    );
+    let kinds: Vec<Vec<(String, EntryProblemKind, String)>> = r
+        .refused()
+        .iter()
+        .map(|refused| {
+            refused
+                .problems
+                .iter()
+                .map(|p| {
+                    (
+                        p.key.clone(),
+                        p.kind,
+                        p.position.expect("placed").to_string(),
+                    )
+                })
+                .collect()
+        })
+        .collect();
+    use EntryProblemKind::*;
+    let k = |key: &str, kind, at: &str| (key.to_owned(), kind, at.to_owned());
+    assert_eq!(
+        kinds,
+        [
+            vec![k("", NotAnObject, "3:3")],
+            vec![
+                k("id", MissingKey, "4:3"),
+                k("timeout", WrongType, "4:20"),
+                k("tasks", BadValue, "4:39"),
+            ],
+            vec![
+                k("id", DuplicateId, "5:4"),
+                k("kind", UnknownKind, "5:15"),
+                k("scope", BadValue, "5:33"),
+            ],
+            vec![
+                // The kind's: `command` is missing, placed at the entry.
+                k("command", BadValue, "6:3"),
+                k("Timeout", UnknownKey, "6:31"),
+                k("read", WrongType, "6:45"),
+                k("write", BadValue, "6:58"),
+            ],
+        ]
+    );
+    let timeout = &r.refused()[3].problems[1];
+    assert_eq!(timeout.message, "unknown key; did you mean \"timeout\"?");
+    // A kind's own problem is a bad value unless the kind says otherwise.
+    let (r, _) = parse(r#"{"providers": [{"id": "c", "kind": "proc"}]}"#);
+    assert_eq!(r.refused()[0].problems[0].kind, BadValue);
+}
+
+/// A UTF-8 byte-order mark is read over, and not counted in a column; the
+/// file's own faults keep their places.
+#[test]
+fn a_byte_order_mark_is_accepted_and_not_counted() {
+    let (r, _) = parse(
+        "\u{feff}{\"providers\": [{\"id\": \"t\", \"kind\": \"proc\", \"command\": [\"x\"], \"x\": 1}]}",
+    );
+    let problem = &r.refused()[0].problems[0];
+    assert_eq!(
+        problem.position.map(|p| p.to_string()).as_deref(),
+        Some("1:62")
+    );
+}
+
+/// Only a regular file is read, and never waited on: a FIFO (which would
+/// block until a writer came) is refused at once, with what it is.
+#[test]
+fn a_fifo_is_refused_at_once_without_waiting_for_a_writer() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fifo = dir.path().join("capabilities.json");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .expect("mkfifo")
+            .success()
+    );
+    let err = Registry::load(&fifo, &kinds(), &spear_capabilities::Audit::null())
+        .expect_err("not a regular file");
+    assert!(matches!(err, Error::RegistryRead { .. }), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "cannot read capabilities file {}: not a regular file (a FIFO); a capabilities file must be a regular file",
+            fifo.display()
+        )
+    );
+}
+
+#[test]
+fn a_file_past_its_bound_is_refused_and_one_at_it_is_read() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("capabilities.json");
+    let body = r#"{"providers": []}"#;
+    let at_bound = format!(
+        "{body}{}",
+        " ".repeat(registry::MAX_REGISTRY_BYTES as usize - body.len())
+    );
+    std::fs::write(&path, &at_bound).expect("write");
+    Registry::load(&path, &kinds(), &spear_capabilities::Audit::null()).expect("at the bound");
+    std::fs::write(&path, format!("{at_bound} ")).expect("write");
+    let err = Registry::load(&path, &kinds(), &spear_capabilities::Audit::null())
+        .expect_err("past the bound");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "cannot read capabilities file {}: it has 1048577 bytes, more than the 1 MiB (1048576 bytes) a capabilities file may have",
+            path.display()
+        )
+    );
 }

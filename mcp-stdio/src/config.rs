@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use serde_json::Value;
-use spear_capabilities::{EntryProblem, KindSettings};
+use spear_capabilities::{EntryProblem, EntryProblemKind, KindSettings};
 use spear_capabilities::{Fields, type_name};
 
 /// The keys this kind accepts besides the common ones.
@@ -51,21 +51,28 @@ impl ServerConfig {
         let mut command = Vec::new();
         match words {
             None => {}
-            Some(items) if items.is_empty() => {
-                fields.problem("command", format!("is empty; {GIVE}"))
-            }
+            Some(items) if items.is_empty() => fields.push(
+                EntryProblem::new("command", format!("is empty; {GIVE}"))
+                    .with_kind(EntryProblemKind::EmptyCommand),
+            ),
             Some(items) => {
                 command = items
                     .iter()
                     .filter_map(|v| v.as_str().map(str::to_owned))
                     .collect();
                 if let Some(bad) = items.iter().find(|v| !v.is_string()) {
-                    fields.problem(
-                        "command",
-                        format!("every word must be a string, found {}", type_name(bad)),
+                    fields.push(
+                        EntryProblem::new(
+                            "command",
+                            format!("every word must be a string, found {}", type_name(bad)),
+                        )
+                        .with_kind(EntryProblemKind::WrongType),
                     );
                 } else if command[0].is_empty() {
-                    fields.problem("command", "the program name is empty");
+                    fields.push(
+                        EntryProblem::new("command", "the program name is empty")
+                            .with_kind(EntryProblemKind::EmptyCommand),
+                    );
                 } else if command.iter().any(|w| w.contains('\0')) {
                     fields.problem("command", "a word contains a NUL character");
                 }
@@ -89,12 +96,15 @@ impl ServerConfig {
                     env.insert(name.clone(), v.to_owned());
                 }
             } else {
-                fields.problem(
-                    "env",
-                    format!(
-                        "the value of {name:?} must be a string, found {}",
-                        type_name(value)
-                    ),
+                fields.push(
+                    EntryProblem::new(
+                        "env",
+                        format!(
+                            "the value of {name:?} must be a string, found {}",
+                            type_name(value)
+                        ),
+                    )
+                    .with_kind(EntryProblemKind::WrongType),
                 );
             }
         }
@@ -170,6 +180,31 @@ mod tests {
             let got = problems(input.clone());
             assert_eq!(got.len(), 1, "{input}: {got:?}");
             assert!(got[0].starts_with(want), "{input}: {got:?}");
+        }
+    }
+
+    #[test]
+    fn each_problem_says_its_kind() {
+        for (input, want) in [
+            (json!({}), EntryProblemKind::MissingKey),
+            (json!({"command": []}), EntryProblemKind::EmptyCommand),
+            (json!({"command": [""]}), EntryProblemKind::EmptyCommand),
+            (json!({"command": "srv"}), EntryProblemKind::WrongType),
+            (json!({"command": ["s", 3]}), EntryProblemKind::WrongType),
+            (
+                json!({"command": ["s"], "env": {"A": 1}}),
+                EntryProblemKind::WrongType,
+            ),
+            (
+                json!({"command": ["s"], "env": {"A=B": "1"}}),
+                EntryProblemKind::BadValue,
+            ),
+        ] {
+            let Value::Object(map) = input.clone() else {
+                panic!("object")
+            };
+            let kinds: Vec<EntryProblemKind> = validate(&map).iter().map(|p| p.kind).collect();
+            assert_eq!(kinds, [want], "{input}");
         }
     }
 }

@@ -11,8 +11,9 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use super::document::Node;
 use super::fields::{Fields, type_name};
-use super::position::Position;
+use super::problem::{EntryProblem, EntryProblemKind, RefusedEntry, closest};
 use super::{COMMON_KEYS, DEFAULT_TIMEOUT, MAX_ID_LEN, MAX_TIMEOUT_SECS};
 use crate::kind::{DEFAULT_KIND, KindSettings, Kinds};
 use crate::names::{Name, named, quoted_names};
@@ -51,6 +52,8 @@ named! {
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct ProviderEntry {
+    /// Its position in `providers`, from 0.
+    pub index: usize,
     /// The provider's id; its capabilities are `<id>/<tool>`.
     pub id: String,
     /// The kind that starts it.
@@ -71,108 +74,45 @@ pub struct ProviderEntry {
     pub settings: KindSettings,
 }
 
-/// One thing wrong with a registry entry: the key, where it is, and what is
-/// wrong with it.
-///
-/// Messages say what was found and what is allowed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct EntryProblem {
-    /// The key at fault, or empty for the entry as a whole.
-    pub key: String,
-    /// What is wrong, and what is allowed.
-    pub message: String,
-    /// Where the key is in the file (the entry's own place for the entry as
-    /// a whole or a key it lacks); `None` until the registry places it (a
-    /// kind's `validate` makes its problems without).
-    pub position: Option<Position>,
-}
-
-impl EntryProblem {
-    /// A problem with `key`, not placed yet.
-    pub fn new(key: impl Into<String>, message: impl Into<String>) -> Self {
-        Self {
-            key: key.into(),
-            message: message.into(),
-            position: None,
-        }
-    }
-}
-
-impl std::error::Error for EntryProblem {}
-
-impl std::fmt::Display for EntryProblem {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.key.is_empty() {
-            f.write_str(&self.message)
-        } else {
-            write!(f, "key {:?}: {}", self.key, self.message)
-        }
-    }
-}
-
-/// One refused registry entry and everything wrong with it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct RefusedEntry {
-    /// Its position in `providers`, from 0.
-    pub index: usize,
-    /// Its id, when it has a string one.
-    pub id: Option<String>,
-    /// What is wrong, one item per key.
-    pub problems: Vec<EntryProblem>,
-    /// Where the entry begins in the file (its `{`).
-    pub position: Option<Position>,
-}
-
-impl std::error::Error for RefusedEntry {}
-
-impl RefusedEntry {
-    /// How messages name the entry: `providers[2] ("tracker")`.
-    pub fn label(&self) -> String {
-        match &self.id {
-            Some(id) => format!("providers[{}] ({id:?})", self.index),
-            None => format!("providers[{}]", self.index),
-        }
-    }
-}
-
-impl std::fmt::Display for RefusedEntry {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} refused:", self.label())?;
-        for p in &self.problems {
-            write!(f, " {p};")?;
-        }
-        Ok(())
-    }
-}
-
-/// Reads entry `index` of `providers`; `claimed` holds the ids of the
-/// entries before it, for the uniqueness check.
+/// Reads entry `index` of `providers`, `node` as the file has it;
+/// `claimed` holds the ids of the entries before it, for the uniqueness
+/// check. A refused entry's problems are placed and in file order.
 pub(super) fn parse_entry(
     index: usize,
-    item: &Value,
+    node: &Node,
     base_dir: &Path,
     kinds: &Kinds,
     claimed: &mut Vec<(String, usize)>,
 ) -> Result<ProviderEntry, RefusedEntry> {
-    let Value::Object(map) = item else {
+    let Value::Object(map) = &node.value else {
         return Err(RefusedEntry {
             index,
             id: None,
-            problems: vec![EntryProblem::new("", "an entry must be a JSON object")],
-            position: None,
+            problems: vec![
+                EntryProblem::new("", "an entry must be a JSON object")
+                    .with_kind(EntryProblemKind::NotAnObject)
+                    .at(node.at),
+            ],
+            position: Some(node.at),
         });
     };
+    // An id given twice is no id: neither copy names the entry.
+    let id_repeated = node
+        .repeats
+        .iter()
+        .any(|r| r.key == "id" && r.inner.is_none());
     let mut fields = Fields::new(map);
     let id = fields.required("id", "a string", "every entry needs an id", Value::as_str);
-    if let Some(id) = id {
+    if let Some(id) = id.filter(|_| !id_repeated) {
         if let Some(msg) = id_problem(id) {
             fields.problem("id", msg);
         } else if let Some((_, first)) = claimed.iter().find(|(c, _)| c == id) {
-            fields.problem(
-                "id",
-                format!("{id:?} is already used by providers[{first}]; ids must be unique"),
+            fields.push(
+                EntryProblem::new(
+                    "id",
+                    format!("{id:?} is already used by providers[{first}]; ids must be unique"),
+                )
+                .with_kind(EntryProblemKind::DuplicateId),
             );
         }
         claimed.push((id.to_owned(), index));
@@ -184,7 +124,9 @@ pub(super) fn parse_entry(
     .and_then(|name| match kinds.find(name) {
         Ok(kind) => Some(kind),
         Err(e) => {
-            fields.problem("kind", e.to_string());
+            fields.push(
+                EntryProblem::new("kind", e.to_string()).with_kind(EntryProblemKind::UnknownKind),
+            );
             None
         }
     });
@@ -199,16 +141,16 @@ pub(super) fn parse_entry(
         });
     let tasks = match fields.raw("tasks") {
         None => BTreeSet::from([RequestClass::Implementation, RequestClass::Mixed]),
-        Some(v) => parse_tasks(v).unwrap_or_else(|msg| {
-            fields.problem("tasks", msg);
+        Some(v) => parse_tasks(v).unwrap_or_else(|problem| {
+            fields.push(problem);
             BTreeSet::new()
         }),
     };
     let read = fields
         .get("read", "a list of tool names", Value::as_array)
         .map_or_else(BTreeSet::new, |items| {
-            parse_read(items).unwrap_or_else(|msg| {
-                fields.problem("read", msg);
+            parse_read(items).unwrap_or_else(|problem| {
+                fields.push(problem);
                 BTreeSet::new()
             })
         });
@@ -237,19 +179,7 @@ pub(super) fn parse_entry(
             Some(k) if k.keys.contains(&key.as_str()) => {
                 settings.insert(key.clone(), value.clone());
             }
-            Some(k) => fields.problem(
-                key,
-                format!(
-                    "unknown key; allowed for kind {:?}: {}",
-                    k.name,
-                    COMMON_KEYS
-                        .iter()
-                        .chain(k.keys)
-                        .copied()
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            ),
+            Some(k) => fields.push(unknown_key(key, k.name, k.keys)),
             // With no usable kind we cannot tell its keys from typos; the
             // kind problem above already refuses the entry.
             None => {}
@@ -259,8 +189,14 @@ pub(super) fn parse_entry(
     if let Some(k) = kind {
         problems.extend((k.validate)(&settings));
     }
+    problems.extend(node.repeats.iter().map(|r| {
+        EntryProblem::new(r.key.clone(), r.message())
+            .with_kind(EntryProblemKind::DuplicateKey)
+            .at(r.at)
+    }));
     match (id, kind) {
         (Some(id), Some(kind)) if problems.is_empty() => Ok(ProviderEntry {
+            index,
             id: id.to_owned(),
             kind: kind.name.to_owned(),
             scope,
@@ -271,13 +207,38 @@ pub(super) fn parse_entry(
             timeout,
             settings,
         }),
-        _ => Err(RefusedEntry {
-            index,
-            id: map.get("id").and_then(Value::as_str).map(str::to_owned),
-            problems,
-            position: None,
-        }),
+        _ => {
+            for problem in &mut problems {
+                problem.position = problem.position.or(Some(node.place_of(&problem.key)));
+            }
+            // In file order; at one place, in the order found.
+            problems.sort_by_key(|p| p.position);
+            Err(RefusedEntry {
+                index,
+                id: map
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .filter(|_| !id_repeated)
+                    .map(str::to_owned),
+                problems,
+                position: Some(node.at),
+            })
+        }
     }
+}
+
+/// The problem of a key that neither the core nor the kind `kind` (with
+/// its own `keys`) knows: a close one named, else every one listed.
+fn unknown_key(key: &str, kind: &str, keys: &[&str]) -> EntryProblem {
+    let known = COMMON_KEYS.iter().chain(keys).copied();
+    let message = match closest(key, known.clone()) {
+        Some(near) => format!("unknown key; did you mean {near:?}?"),
+        None => format!(
+            "unknown key; allowed for kind {kind:?}: {}",
+            known.collect::<Vec<_>>().join(", ")
+        ),
+    };
+    EntryProblem::new(key, message).with_kind(EntryProblemKind::UnknownKey)
 }
 
 fn id_problem(id: &str) -> Option<String> {
@@ -296,45 +257,49 @@ fn id_problem(id: &str) -> Option<String> {
     }
 }
 
-fn parse_tasks(v: &Value) -> Result<BTreeSet<RequestClass>, String> {
+fn parse_tasks(v: &Value) -> Result<BTreeSet<RequestClass>, EntryProblem> {
     let allowed = format!("allowed: {}", quoted_names::<RequestClass>());
+    let bad = |message: String| EntryProblem::new("tasks", message);
     let Value::Array(items) = v else {
-        return Err(format!(
+        return Err(bad(format!(
             "must be a list of task classes, found {}; {allowed}",
             type_name(v)
-        ));
+        ))
+        .with_kind(EntryProblemKind::WrongType));
     };
     if items.is_empty() {
-        return Err(format!("must list at least one task class; {allowed}"));
+        return Err(bad(format!("must list at least one task class; {allowed}")));
     }
     let mut out = BTreeSet::new();
     for item in items {
         let class = item
             .as_str()
             .and_then(RequestClass::from_name)
-            .ok_or_else(|| format!("{item} is not a task class; {allowed}"))?;
+            .ok_or_else(|| bad(format!("{item} is not a task class; {allowed}")))?;
         if !out.insert(class) {
-            return Err(format!("lists {item} twice"));
+            return Err(bad(format!("lists {item} twice")));
         }
     }
     Ok(out)
 }
 
-fn parse_read(items: &[Value]) -> Result<BTreeSet<String>, String> {
+fn parse_read(items: &[Value]) -> Result<BTreeSet<String>, EntryProblem> {
+    let bad = |message: String| EntryProblem::new("read", message);
     let mut out = BTreeSet::new();
     for item in items {
         match item.as_str() {
-            Some("") => return Err("has an empty tool name".to_owned()),
+            Some("") => return Err(bad("has an empty tool name".to_owned())),
             Some(s) => {
                 if !out.insert(s.to_owned()) {
-                    return Err(format!("lists {s:?} twice"));
+                    return Err(bad(format!("lists {s:?} twice")));
                 }
             }
             None => {
-                return Err(format!(
+                return Err(bad(format!(
                     "must be a list of tool names (strings), found {}",
                     type_name(item)
-                ));
+                ))
+                .with_kind(EntryProblemKind::WrongType));
             }
         }
     }

@@ -8,7 +8,7 @@
 
 use serde_json::{Map, Value};
 
-use super::EntryProblem;
+use super::{EntryProblem, EntryProblemKind};
 use crate::names::{Name, quoted_names};
 
 /// The JSON type of `v`, for messages: `a string`, `an array`, ...
@@ -46,7 +46,8 @@ impl<'a> Fields<'a> {
     }
 
     /// `key` read by `read`, `None` when it is absent; when `read` does not
-    /// accept it, a problem: "must be `expected`, found" and its JSON type.
+    /// accept it, a problem ([`EntryProblemKind::WrongType`]): "must be
+    /// `expected`, found" and its JSON type.
     pub fn get<T>(
         &mut self,
         key: &str,
@@ -56,16 +57,19 @@ impl<'a> Fields<'a> {
         let value = self.map.get(key)?;
         let read = read(value);
         if read.is_none() {
-            self.problem(
-                key,
-                format!("must be {expected}, found {}", type_name(value)),
+            self.push(
+                EntryProblem::new(
+                    key,
+                    format!("must be {expected}, found {}", type_name(value)),
+                )
+                .with_kind(EntryProblemKind::WrongType),
             );
         }
         read
     }
 
-    /// As [`Fields::get`], and a problem "missing; `hint`" when `key` is
-    /// absent.
+    /// As [`Fields::get`], and a problem "missing; `hint`"
+    /// ([`EntryProblemKind::MissingKey`]) when `key` is absent.
     pub fn required<T>(
         &mut self,
         key: &str,
@@ -74,7 +78,10 @@ impl<'a> Fields<'a> {
         read: impl FnOnce(&'a Value) -> Option<T>,
     ) -> Option<T> {
         if !self.map.contains_key(key) {
-            self.problem(key, format!("missing; {hint}"));
+            self.push(
+                EntryProblem::new(key, format!("missing; {hint}"))
+                    .with_kind(EntryProblemKind::MissingKey),
+            );
             return None;
         }
         self.get(key, expected, read)
@@ -101,9 +108,15 @@ impl<'a> Fields<'a> {
         value
     }
 
-    /// Records a problem with `key`.
+    /// Records a problem with `key`, of kind
+    /// [`EntryProblemKind::BadValue`].
     pub fn problem(&mut self, key: &str, message: impl Into<String>) {
-        self.problems.push(EntryProblem::new(key, message));
+        self.push(EntryProblem::new(key, message));
+    }
+
+    /// Records `problem`, of whatever kind it is.
+    pub fn push(&mut self, problem: EntryProblem) {
+        self.problems.push(problem);
     }
 
     /// Whether any problem was found so far.
@@ -146,7 +159,17 @@ mod tests {
             f.required("gone", "a list", "give one", Value::as_array),
             None
         );
-        let problems: Vec<String> = f.into_problems().iter().map(ToString::to_string).collect();
+        let problems = f.into_problems();
+        let kinds: Vec<EntryProblemKind> = problems.iter().map(|p| p.kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                EntryProblemKind::WrongType,
+                EntryProblemKind::BadValue,
+                EntryProblemKind::MissingKey
+            ]
+        );
+        let problems: Vec<String> = problems.iter().map(ToString::to_string).collect();
         assert_eq!(
             problems,
             [
