@@ -1,10 +1,33 @@
 //! `invoke`'s arguments: one JSON object given on the command line, in a
 //! file (`@FILE`), or on standard input (`-`), as `curl -d` takes them.
 //! A JSON object never starts with `@` or is `-`, so neither form hides one.
+//! A file or standard input is read up to [`MAX_ARGUMENTS_BYTES`], never
+//! past it.
 
 use std::io::Read;
 
 use serde_json::{Map, Value};
+
+/// The most bytes of arguments read from a file or standard input (16 MiB,
+/// what a server may leave unread of its standard input before it is
+/// failed: `spear_mcp_stdio::MAX_UNREAD`).
+pub(crate) const MAX_ARGUMENTS_BYTES: u64 = 16 << 20;
+
+/// All of `source` (the arguments from `from`), if it has at most
+/// [`MAX_ARGUMENTS_BYTES`]: the rest is never read.
+fn bounded(source: impl Read, from: &str) -> Result<String, String> {
+    let mut bytes = Vec::new();
+    source
+        .take(MAX_ARGUMENTS_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read the arguments from {from}: {e}"))?;
+    if bytes.len() as u64 > MAX_ARGUMENTS_BYTES {
+        return Err(format!(
+            "the arguments (from {from}) are more than 16 MiB ({MAX_ARGUMENTS_BYTES} bytes); arguments may have at most that"
+        ));
+    }
+    String::from_utf8(bytes).map_err(|e| format!("the arguments (from {from}) are not UTF-8: {e}"))
+}
 
 /// The arguments `given` names, parsed: none is `{}`.
 ///
@@ -18,18 +41,15 @@ pub(crate) fn parse(given: Option<&str>) -> Result<Map<String, Value>, String> {
         return Ok(Map::new());
     };
     let (text, from) = match given {
-        "-" => {
-            let mut text = String::new();
-            std::io::stdin()
-                .read_to_string(&mut text)
-                .map_err(|e| format!("cannot read the arguments from standard input: {e}"))?;
-            (text, " (from standard input)".to_owned())
-        }
+        "-" => (
+            bounded(std::io::stdin().lock(), "standard input")?,
+            " (from standard input)".to_owned(),
+        ),
         _ => match given.strip_prefix('@') {
             Some(path) => {
-                let text = std::fs::read_to_string(path)
+                let file = std::fs::File::open(path)
                     .map_err(|e| format!("cannot read the arguments from {path}: {e}"))?;
-                (text, format!(" (from {path})"))
+                (bounded(file, path)?, format!(" (from {path})"))
             }
             None => (given.to_owned(), String::new()),
         },

@@ -1,245 +1,248 @@
-//! The capabilities file as `add` and `remove` see it: its text read and
-//! the registry the core reads from it, its text edited in place, and an
-//! atomic write.
+//! The capabilities file as `add`, `remove`, `set`, `enable` and `disable`
+//! edit it: the way a small embedded database keeps its file. One writer at
+//! a time, a write whole or absent, the file still the operator's.
 //!
-//! An edit changes the bytes of the entry it adds or removes and nothing
-//! else: the file is read as a concrete syntax tree (`jsonc-parser`'s
-//! `cst`, dprint's), so every other entry keeps its layout, its key order,
-//! its unknown keys and its numbers as written; only the new entry is laid
-//! out by the crate, in the indentation it infers from the file. The core
-//! (`serde_json`) reads the file first, so the tree is only ever built from
-//! strict JSON.
+//! - **One writer**: an edit holds an exclusive `flock` on the file for its
+//!   whole read-modify-write ([`lock`]), so every edit sees the one before
+//!   it. A second editor waits, at most [`lock::LOCK_WAIT`], then says
+//!   which process holds the lock. A file replaced while we waited (the
+//!   writer before us renamed its new file over it) is opened again.
+//! - **Whole or absent**: the new text goes to a temporary file beside the
+//!   old one, readable by its owner only, flushed to disk, then renamed
+//!   over it, and the folder flushed ([`write`]). A file that does not
+//!   exist yet is created the same way, by a rename that fails if another
+//!   editor created it first (then the edit starts again, under the lock).
+//! - **Still the operator's**: the owner, group and mode of the file
+//!   replaced are kept; a symbolic link is written through to the file it
+//!   names, and a dangling one is refused; a file with another hard link,
+//!   which a replacement would split, is refused, as is a read-only one.
 //!
-//! A write never leaves a half-written file: the new text goes to a
-//! temporary file in the same folder, which is flushed to disk (`fsync`),
-//! given the old file's permissions and renamed over it; then the folder
-//! itself is flushed, so the rename survives a crash. A failure before the
-//! rename removes the temporary file and leaves the old one as it was.
+//! The file is read once, by the core, as the registry reads it (only a
+//! regular file, bounded, a byte-order mark kept); the edit itself is the
+//! caller's, on that text ([`crate::tree`]).
 
-use std::io::Write;
+mod lock;
+mod write;
+
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use jsonc_parser::ParseOptions;
-use jsonc_parser::cst::{CstInputValue, CstRootNode};
-use serde_json::Value;
+use spear_capabilities::internals::registry::{self as core_file, BYTE_ORDER_MARK};
 use spear_capabilities::{Audit, Registry};
 
 use crate::error::Failure;
-use crate::flags::missing;
+use crate::tree::EMPTY;
 
-/// The file's text and the registry the core reads from it; `None` when
-/// the file does not exist.
-pub(crate) fn read(path: &Path) -> Result<Option<(String, Registry)>, Failure> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(missing(path, &e)),
-    };
-    let registry = registry_of(&text, path).map_err(Failure::Usage)?;
-    Ok(Some((text, registry)))
+/// The file as an edit found it, under its lock.
+#[derive(Debug)]
+pub(crate) struct Current {
+    /// The file as the operator named it.
+    pub(crate) path: PathBuf,
+    /// Its text, without a byte-order mark.
+    pub(crate) text: String,
+    /// The registry the core reads from it.
+    pub(crate) registry: Registry,
+    /// There is no file yet: `text` is [`EMPTY`], and a write creates it.
+    pub(crate) created: bool,
 }
 
-/// The registry the core would read from `text`, an edit of the file at
-/// `path` not written yet.
-pub(crate) fn edited(text: &str, path: &Path) -> Result<Registry, Failure> {
-    registry_of(text, path).map_err(|e| {
+impl Current {
+    /// The indices in `providers` of the entries with the id `id`,
+    /// accepted or refused, in file order.
+    pub(crate) fn indices(&self, id: &str) -> Vec<usize> {
+        let accepted = self.registry.entries().iter().filter(|e| e.id == id);
+        let refused = self.registry.refused().iter();
+        let refused = refused.filter(|r| r.id.as_deref() == Some(id));
+        let mut found: Vec<usize> = accepted
+            .map(|e| e.index)
+            .chain(refused.map(|r| r.index))
+            .collect();
+        found.sort_unstable();
+        found
+    }
+
+    /// The ids of the file's entries that have one, in file order.
+    pub(crate) fn ids(&self) -> Vec<String> {
+        let accepted = self.registry.entries().iter().map(|e| (e.index, &e.id));
+        let refused = self.registry.refused().iter();
+        let refused = refused.filter_map(|r| Some((r.index, r.id.as_ref()?)));
+        let mut ids: Vec<(usize, &String)> = accepted.chain(refused).collect();
+        ids.sort_unstable();
+        ids.into_iter().map(|(_, id)| id.clone()).collect()
+    }
+
+    /// How many entries the file has.
+    pub(crate) fn len(&self) -> usize {
+        self.registry.entries().len() + self.registry.refused().len()
+    }
+
+    /// The registry the core would read from `text`, an edit of this file
+    /// not written yet.
+    pub(crate) fn edited(&self, text: &str) -> Result<Registry, Failure> {
+        registry_of(text.as_bytes(), &self.path).map_err(|e| {
+            Failure::Usage(format!(
+                "the edited file would not parse ({e}); nothing written"
+            ))
+        })
+    }
+
+    /// The error of an edit that cannot be made to this file.
+    pub(crate) fn cannot_edit(&self, e: impl std::fmt::Display) -> Failure {
+        Failure::Usage(format!("cannot edit {}: {e}", self.path.display()))
+    }
+}
+
+/// What an edit decided: a new text to write, or nothing; either way the
+/// value it hands back.
+#[derive(Debug)]
+pub(crate) enum Edited<T> {
+    /// Write this text (without a byte-order mark: the file's is kept).
+    Write(String, T),
+    /// Write nothing.
+    Keep(T),
+}
+
+/// Edits the file at `path`: `change` gets the file as it is, under its
+/// lock, and says what to write; it may run more than once, when another
+/// editor created the file under us. Nothing is written when it fails.
+pub(crate) async fn edit<T>(
+    path: &Path,
+    mut change: impl FnMut(&Current) -> Result<Edited<T>, Failure>,
+) -> Result<T, Failure> {
+    loop {
+        let target = target(path)?;
+        let Some(mut file) = core_file::open(&target).map_err(read_error)? else {
+            let current = Current {
+                path: path.to_path_buf(),
+                text: EMPTY.to_owned(),
+                registry: registry_of(EMPTY.as_bytes(), path).map_err(Failure::Usage)?,
+                created: true,
+            };
+            match change(&current)? {
+                Edited::Keep(value) => return Ok(value),
+                Edited::Write(text, value) => {
+                    if write::create(&target, text.as_bytes()).map_err(cannot_write(path))? {
+                        return Ok(value);
+                    }
+                    // Another editor created it first: edit theirs.
+                    continue;
+                }
+            }
+        };
+        lock::exclusive(&file, path).await?;
+        let meta = file.metadata().map_err(cannot_write(path))?;
+        if !same_file(&meta, &target) {
+            // Replaced while we waited for the lock: read the new one.
+            continue;
+        }
+        writable(&meta, &target, path)?;
+        let bytes = core_file::read(&mut file, path).map_err(read_error)?;
+        let mark = bytes.starts_with(BYTE_ORDER_MARK.as_bytes());
+        let registry = registry_of(&bytes, path).map_err(Failure::Usage)?;
+        let text = String::from_utf8_lossy(&bytes);
+        let current = Current {
+            path: path.to_path_buf(),
+            text: text
+                .strip_prefix(BYTE_ORDER_MARK)
+                .unwrap_or(&text)
+                .to_owned(),
+            registry,
+            created: false,
+        };
+        write::remove_stale(&target);
+        let value = match change(&current)? {
+            Edited::Keep(value) => value,
+            Edited::Write(text, value) => {
+                let text = if mark {
+                    format!("{BYTE_ORDER_MARK}{text}")
+                } else {
+                    text
+                };
+                write::replace(&target, &meta, text.as_bytes()).map_err(cannot_write(path))?;
+                value
+            }
+        };
+        // The lock goes with the file, after the rename.
+        drop(file);
+        return Ok(value);
+    }
+}
+
+/// The file `path` names: itself, or the file its symbolic link names,
+/// which must exist.
+fn target(path: &Path) -> Result<PathBuf, Failure> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => match std::fs::canonicalize(path) {
+            Ok(real) => Ok(real),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let to = std::fs::read_link(path).unwrap_or_default();
+                Err(Failure::Usage(format!(
+                    "{} is a symbolic link to {}, which does not exist; nothing written (create that file, or point the link at the registry)",
+                    path.display(),
+                    to.display()
+                )))
+            }
+            Err(e) => Err(Failure::Usage(format!(
+                "cannot follow the symbolic link {}: {e}; nothing written",
+                path.display()
+            ))),
+        },
+        Ok(_) => Ok(path.to_path_buf()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(path.to_path_buf()),
+        Err(e) => Err(Failure::Usage(format!(
+            "capabilities file {}: {e}",
+            path.display()
+        ))),
+    }
+}
+
+/// Whether `target` is still the file we opened and locked (`meta`).
+fn same_file(meta: &std::fs::Metadata, target: &Path) -> bool {
+    std::fs::metadata(target).is_ok_and(|now| (now.dev(), now.ino()) == (meta.dev(), meta.ino()))
+}
+
+/// Refuses a file that an edit, which replaces it, must not touch: one
+/// with another hard link (the other names would keep the old text), one
+/// that is read-only or that this user may not write.
+fn writable(meta: &std::fs::Metadata, target: &Path, path: &Path) -> Result<(), Failure> {
+    let shown = path.display();
+    if meta.nlink() > 1 {
+        return Err(Failure::Usage(format!(
+            "{shown} has {} hard links; an edit replaces the file, which would leave the other names with the old text; nothing written (make this its only name: remove the other links, or make them symbolic links to it)",
+            meta.nlink()
+        )));
+    }
+    // The rename needs only the folder's permission, which root and the
+    // folder's owner have: the file's own mode is the operator's word.
+    if meta.mode() & 0o222 == 0 {
+        return Err(Failure::Usage(format!(
+            "{shown} is read-only (mode {:04o}); nothing written (make it writable, `chmod u+w {shown}`, to edit it)",
+            meta.mode() & 0o7777
+        )));
+    }
+    rustix::fs::access(target, rustix::fs::Access::WRITE_OK).map_err(|e| {
         Failure::Usage(format!(
-            "the edited file would not parse ({e}); nothing written"
+            "{shown} is not writable by this user ({}); nothing written",
+            std::io::Error::from(e)
         ))
     })
 }
 
-fn registry_of(text: &str, path: &Path) -> Result<Registry, String> {
+fn registry_of(bytes: &[u8], path: &Path) -> Result<Registry, String> {
     let kinds = spear_providers::kinds().map_err(|e| e.to_string())?;
-    Registry::parse(text.as_bytes(), path, &kinds, &Audit::null()).map_err(|e| e.to_string())
+    Registry::parse(bytes, path, &kinds, &Audit::null()).map_err(|e| e.to_string())
 }
 
-/// Replaces the file at `path` with `text` ([`write_atomically`]), saying
-/// what went wrong if it could not.
-pub(crate) fn write(path: &Path, text: &str) -> Result<(), Failure> {
-    write_atomically(path, text).map_err(|e| {
+fn read_error(e: spear_capabilities::Error) -> Failure {
+    Failure::Usage(e.to_string())
+}
+
+/// The error of a write that failed, the file left as it was.
+fn cannot_write(path: &Path) -> impl Fn(std::io::Error) -> Failure + '_ {
+    move |e| {
         Failure::Usage(format!(
             "cannot write {}: {e}; it is left as it was",
             path.display()
         ))
-    })
-}
-
-/// The error of an edit that cannot be made to the file at `path`.
-pub(crate) fn cannot_edit(path: &Path) -> impl FnOnce(String) -> Failure + '_ {
-    move |e| Failure::Usage(format!("cannot edit {}: {e}", path.display()))
-}
-
-/// The `id` of each entry of `providers` in `text`, in file order (`None`
-/// for one without a string id).
-pub(crate) fn ids(text: &str) -> Vec<Option<String>> {
-    let value: Value = serde_json::from_str(text).unwrap_or_default();
-    value["providers"]
-        .as_array()
-        .map(|items| {
-            items
-                .iter()
-                .map(|e| e["id"].as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// The text of a new capabilities file, before its first entry.
-pub(crate) const EMPTY: &str = "{\n  \"providers\": []\n}\n";
-
-/// The registry's text with `entry` appended to `providers`.
-///
-/// `text` must be a capabilities file the core has read (strict JSON, an
-/// object whose `providers` is an array).
-pub(crate) fn with_entry(text: &str, entry: &[(&str, Value)]) -> Result<String, String> {
-    let root = parse(text)?;
-    let providers = root
-        .object_value()
-        .and_then(|top| top.array_value("providers"))
-        .ok_or("expected \"providers\" to be an array of entries")?;
-    let entry = entry
-        .iter()
-        .map(|(key, value)| ((*key).to_owned(), input(value)))
-        .collect();
-    providers.append(CstInputValue::Object(entry));
-    Ok(root.to_string())
-}
-
-/// The registry's text without the entries of `providers` whose `id` is
-/// `id`, and how many there were.
-pub(crate) fn without_entry(text: &str, id: &str) -> Result<(String, usize), String> {
-    let root = parse(text)?;
-    let providers = root
-        .object_value()
-        .and_then(|top| top.array_value("providers"))
-        .ok_or("expected \"providers\" to be an array of entries")?;
-    let mut removed = 0;
-    for element in providers.elements() {
-        let this_id = element
-            .as_object()
-            .and_then(|o| o.get("id"))
-            .and_then(|p| p.value())
-            .and_then(|v| v.as_string_lit())
-            .and_then(|s| s.decoded_value().ok());
-        if this_id.as_deref() == Some(id) {
-            element.remove();
-            removed += 1;
-        }
-    }
-    Ok((root.to_string(), removed))
-}
-
-fn parse(text: &str) -> Result<CstRootNode, String> {
-    // Strict JSON: the core has already read it as such.
-    let strict = ParseOptions {
-        allow_comments: false,
-        allow_loose_object_property_names: false,
-        allow_trailing_commas: false,
-        allow_missing_commas: false,
-        allow_single_quoted_strings: false,
-        allow_hexadecimal_numbers: false,
-        allow_unary_plus_numbers: false,
-        ..ParseOptions::default()
-    };
-    CstRootNode::parse(text, &strict).map_err(|e| e.to_string())
-}
-
-/// `value` as the tree's input, numbers spelt as `serde_json` spells them.
-fn input(value: &Value) -> CstInputValue {
-    match value {
-        Value::Null => CstInputValue::Null,
-        Value::Bool(b) => CstInputValue::Bool(*b),
-        Value::Number(n) => CstInputValue::Number(n.to_string()),
-        Value::String(s) => CstInputValue::String(s.clone()),
-        Value::Array(items) => CstInputValue::Array(items.iter().map(input).collect()),
-        Value::Object(members) => {
-            CstInputValue::Object(members.iter().map(|(k, v)| (k.clone(), input(v))).collect())
-        }
-    }
-}
-
-/// Replaces the file at `path` with `text` atomically (see the module's
-/// doc); a file that does not exist yet is created readable and writable
-/// by its owner only, since its commands are not public material.
-///
-/// A symbolic link is followed: the file it names is replaced, the link
-/// stays.
-fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
-    let target = match std::fs::canonicalize(path) {
-        Ok(real) => real,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => path.to_path_buf(),
-        Err(e) => return Err(e),
-    };
-    let dir = match target.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let name = target
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let mut temp = tempfile::Builder::new()
-        .prefix(&format!(".{name}."))
-        .suffix(".tmp")
-        .tempfile_in(&dir)?;
-    temp.write_all(text.as_bytes())?;
-    if let Ok(meta) = std::fs::metadata(&target) {
-        temp.as_file().set_permissions(meta.permissions())?;
-    }
-    temp.as_file().sync_all()?;
-    temp.persist(&target).map_err(|e| e.error)?;
-    std::fs::File::open(&dir)?.sync_all()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    const LAID_OUT: &str = r#"{"providers": [
-  {"id": "a",
-   "command": ["x"],   "timeout": 10,
-   "zzz": 1.50},
-  {"id": "b", "command": ["y"]}
-]}
-"#;
-
-    #[test]
-    fn an_added_entry_leaves_every_other_byte_as_it_was() {
-        let text = with_entry(
-            LAID_OUT,
-            &[("id", json!("c")), ("command", json!(["z", "a \"b\""]))],
-        )
-        .expect("adds");
-        assert!(text.starts_with(&LAID_OUT[..LAID_OUT.len() - 4]), "{text}");
-        let v: Value = serde_json::from_str(&text).expect("parses");
-        assert_eq!(
-            v["providers"][2],
-            json!({"id": "c", "command": ["z", "a \"b\""]})
-        );
-        assert_eq!(v["providers"][0]["zzz"], json!(1.50));
-        assert!(text.ends_with("]}\n"), "{text}");
-    }
-
-    #[test]
-    fn a_removed_entry_takes_only_its_own_bytes() {
-        let (text, n) = without_entry(LAID_OUT, "b").expect("removes");
-        assert_eq!(n, 1);
-        assert_eq!(
-            text,
-            "{\"providers\": [\n  {\"id\": \"a\",\n   \"command\": [\"x\"],   \"timeout\": 10,\n   \"zzz\": 1.50}\n]}\n"
-        );
-        let (same, none) = without_entry(LAID_OUT, "nope").expect("parses");
-        assert_eq!((same.as_str(), none), (LAID_OUT, 0));
-    }
-
-    #[test]
-    fn the_first_entry_of_a_new_file_is_laid_out_in_two_spaces() {
-        let text = with_entry(EMPTY, &[("id", json!("a")), ("timeout", json!(5))]).expect("adds");
-        assert_eq!(
-            text,
-            "{\n  \"providers\": [\n    {\n      \"id\": \"a\",\n      \"timeout\": 5\n    }\n  ]\n}\n"
-        );
     }
 }

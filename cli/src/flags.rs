@@ -1,6 +1,7 @@
 //! The flags several subcommands share, each defined once and flattened
 //! where it is taken: which registry ([`RegistryArgs`]), which turn
-//! ([`ContextArgs`]), how long a start may go on ([`WaitArgs`]); and the
+//! ([`ContextArgs`]), how long a start may go on ([`WaitArgs`]), an
+//! entry's settings as `add` and `set` take them ([`EntryFlags`]); and the
 //! one prologue that loads a registry ([`RegistryArgs::load`]).
 
 use std::path::{Path, PathBuf};
@@ -9,8 +10,11 @@ use std::time::Duration;
 
 use clap::Args;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
+use serde_json::{Value, json};
 use spear_capabilities::CAPABILITIES_FILE_VAR;
-use spear_capabilities::{Audit, JsonLinesSink, Name, Registry, Runtime, TurnContext, TurnKind};
+use spear_capabilities::{
+    Audit, JsonLinesSink, Name, Registry, RequestClass, Runtime, TurnContext, TurnKind, WritePolicy,
+};
 
 use crate::error::Failure;
 
@@ -88,6 +92,87 @@ fn wait_seconds(text: &str) -> Result<Duration, String> {
         ));
     }
     Ok(Duration::from_secs_f64(seconds))
+}
+
+/// An entry's settings as `add` and `set` take them: each flag one key of
+/// the entry (`--env` one variable of its `env`).
+#[derive(Debug, Args)]
+pub(crate) struct EntryFlags {
+    /// Where it applies: `global`, `corpus P[, ...]`, `family F[, ...]` or
+    /// `path DIR`.
+    #[arg(long, value_name = "SCOPE")]
+    pub(crate) scope: Option<String>,
+    /// The request classes it serves, comma-separated or repeated.
+    #[arg(long, value_name = "CLASS", value_delimiter = ',', value_parser = name_strings::<RequestClass>())]
+    pub(crate) tasks: Vec<String>,
+    /// The tools that only read, comma-separated or repeated; every other
+    /// tool is a WRITE.
+    #[arg(long, value_name = "TOOL", value_delimiter = ',')]
+    pub(crate) read: Vec<String>,
+    /// What its WRITE tools may do.
+    #[arg(long, value_name = "POLICY", value_parser = name_strings::<WritePolicy>())]
+    pub(crate) write: Option<String>,
+    /// A variable for the server's environment (repeatable).
+    #[arg(long = "env", value_name = "K=V", value_parser = variable)]
+    pub(crate) env: Vec<(String, String)>,
+    /// Seconds one request may take.
+    #[arg(long, value_name = "SECONDS", value_parser = seconds)]
+    pub(crate) timeout: Option<serde_json::Number>,
+}
+
+impl EntryFlags {
+    /// The ids of these flags, for a group that needs one of them.
+    pub(crate) const IDS: [&'static str; 6] = ["scope", "tasks", "read", "write", "env", "timeout"];
+
+    /// The keys these flags give, as JSON members in the order the spec's
+    /// example has them (without `env`: [`EntryFlags::env`]).
+    pub(crate) fn keys(&self) -> Vec<(&'static str, Value)> {
+        let mut keys = Vec::new();
+        if let Some(scope) = &self.scope {
+            keys.push(("scope", json!(scope)));
+        }
+        if !self.tasks.is_empty() {
+            keys.push(("tasks", json!(self.tasks)));
+        }
+        if !self.read.is_empty() {
+            keys.push(("read", json!(self.read)));
+        }
+        if let Some(write) = &self.write {
+            keys.push(("write", json!(write)));
+        }
+        if let Some(timeout) = &self.timeout {
+            keys.push(("timeout", Value::Number(timeout.clone())));
+        }
+        keys
+    }
+
+    /// The `--env` variables, each given once.
+    pub(crate) fn env(&self) -> Result<serde_json::Map<String, Value>, Failure> {
+        let mut env = serde_json::Map::new();
+        for (name, value) in &self.env {
+            if env.insert(name.clone(), json!(value)).is_some() {
+                return Err(Failure::Usage(format!("--env {name} is given twice")));
+            }
+        }
+        Ok(env)
+    }
+}
+
+// The names come from the core, so the flags cannot drift from what the
+// registry accepts.
+fn name_strings<T: Name>() -> PossibleValuesParser {
+    PossibleValuesParser::new(T::ALL.iter().map(|v| v.as_str()))
+}
+
+fn variable(text: &str) -> Result<(String, String), String> {
+    text.split_once('=')
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .ok_or_else(|| format!("{text:?} is not NAME=VALUE"))
+}
+
+fn seconds(text: &str) -> Result<serde_json::Number, String> {
+    // Kept as written (10 stays 10, not 10.0); the registry checks the range.
+    serde_json::from_str(text).map_err(|_| format!("{text:?} is not a number of seconds"))
 }
 
 /// Which turn to act as.

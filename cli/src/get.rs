@@ -17,7 +17,7 @@ use crate::error::{Failure, said_unless};
 use crate::flags::{RegistryArgs, WaitArgs};
 use crate::out::{self, Closed, out};
 use crate::probe::{self, Started};
-use crate::report::refused_entry_lines;
+use crate::report::{entry_json, refused_entry_lines};
 use crate::view::MAX_FACT_CHARS;
 
 /// Show one registry entry; with --start, what its server offers.
@@ -138,14 +138,11 @@ impl Args {
             return out::json(&json!({
                 "file": path.display().to_string(),
                 "id": self.id,
-                "refused": {
-                    "entry": refused.label(),
-                    "problems": refused.problems.iter().map(ToString::to_string).collect::<Vec<_>>(),
-                },
+                "refused": entry_json(refused),
             }));
         }
         out!("{}", path.display())?;
-        refused_entry_lines(refused, false)
+        refused_entry_lines(refused, Some(path), false)
             .iter()
             .try_for_each(|line| out!("{line}"))
     }

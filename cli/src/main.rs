@@ -17,6 +17,8 @@ mod add;
 mod arguments;
 mod check;
 mod completions;
+mod disable;
+mod enable;
 mod entry;
 mod error;
 mod file;
@@ -32,7 +34,9 @@ mod probe;
 mod remove;
 mod report;
 mod session;
+mod set;
 mod starting;
+mod tree;
 mod turn;
 mod view;
 
@@ -84,6 +88,9 @@ subcommands! {
     Invoke => invoke,
     Get => get,
     Add => add,
+    Set => set,
+    Enable => enable,
+    Disable => disable,
     Remove => remove,
     Completions => completions,
     Man => man,

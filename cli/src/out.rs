@@ -108,7 +108,7 @@ pub(crate) fn say_stopping() {
 }
 
 /// Whether standard error is a terminal a person reads.
-fn on_terminal() -> bool {
+pub(crate) fn on_terminal() -> bool {
     use std::io::IsTerminal;
     std::io::stderr().is_terminal() && std::env::var_os("TERM").is_some_and(|t| t != "dumb")
 }

@@ -1,20 +1,22 @@
 //! `remove`: an entry taken out of the registry from the command line, as
-//! `codex mcp remove` does. The file is edited in place
-//! ([`crate::file`]): every other entry keeps its bytes, and the write is
-//! atomic.
+//! `codex mcp remove` does. The file is edited in place ([`crate::tree`])
+//! by the locked, atomic writer ([`crate::file`]): every other entry keeps
+//! its bytes.
 
 use crate::error::Failure;
-use crate::file;
+use crate::file::{self, Edited};
 use crate::flags::RegistryArgs;
 use crate::out::out;
+use crate::tree;
 
 /// Remove an entry from the registry.
 ///
-/// Every entry with the id goes; every other is kept byte for byte, and
-/// the file is replaced atomically.
+/// Every entry with the id goes (a refused one too); every other is kept
+/// byte for byte, and the file is replaced atomically, one editor at a
+/// time.
 ///
 /// Exit status: 0 removed, 1 when no entry has the id, 2 when the file
-/// cannot be read, parsed or written, or a file named with
+/// cannot be read, parsed, locked or written, or a file named with
 /// --capabilities does not exist.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
@@ -32,30 +34,24 @@ impl Args {
     pub(crate) async fn run(self) -> Result<(), Failure> {
         let path = self.file.path();
         self.file.named_file_exists()?;
-        let Some((text, _)) = file::read(&path)? else {
-            return Err(Failure::Refused(format!(
-                "no capabilities file at {}, so no provider `{}` to remove",
-                path.display(),
-                self.id
-            )));
-        };
-        let (new_text, removed) =
-            file::without_entry(&text, &self.id).map_err(file::cannot_edit(&path))?;
-        if removed == 0 {
-            let known: Vec<String> = file::ids(&text).into_iter().flatten().collect();
-            let known = if known.is_empty() {
-                "it has none".to_owned()
-            } else {
-                format!("its providers: {}", known.join(", "))
-            };
-            return Err(Failure::Refused(format!(
-                "no provider `{}` in {}; {known}",
-                self.id,
-                path.display()
-            )));
-        }
-        file::edited(&new_text, &path)?;
-        file::write(&path, &new_text)?;
+        let removed = file::edit(&path, |current| {
+            if current.created {
+                return Err(Failure::Refused(format!(
+                    "no capabilities file at {}, so no provider `{}` to remove",
+                    path.display(),
+                    self.id
+                )));
+            }
+            let indices = current.indices(&self.id);
+            if indices.is_empty() {
+                return Err(no_such_provider(&self.id, current));
+            }
+            let new_text = tree::without_entries(&current.text, &indices)
+                .map_err(|e| current.cannot_edit(e))?;
+            current.edited(&new_text)?;
+            Ok(Edited::Write(new_text, indices.len()))
+        })
+        .await?;
         let how_many = if removed == 1 {
             String::new()
         } else {
@@ -64,4 +60,18 @@ impl Args {
         out!("removed `{}` from {}{how_many}", self.id, path.display())?;
         Ok(())
     }
+}
+
+/// The refusal of an edit of `id`, which no entry of the file has.
+pub(crate) fn no_such_provider(id: &str, current: &file::Current) -> Failure {
+    let known = current.ids();
+    let known = if known.is_empty() {
+        "it has none".to_owned()
+    } else {
+        format!("its providers: {}", known.join(", "))
+    };
+    Failure::Refused(format!(
+        "no provider `{id}` in {}; {known}",
+        current.path.display()
+    ))
 }

@@ -6,6 +6,8 @@
 //! it, so `turn` and `invoke` say it on standard error (text) or beside the
 //! turn's view (`--json`), never inside what the turn is shown.
 
+use std::path::Path;
+
 use serde_json::{Value, json};
 use spear_capabilities::internals::registry::RefusedEntry;
 use spear_capabilities::internals::selection::{self, Decision};
@@ -17,25 +19,37 @@ use crate::view::status_style;
 
 /// The refused entries as `check` prints them: `  refused  <entry>`, then
 /// each problem on a line of its own under it, in the status column of
-/// `list`; the word `refused` in colour when `colour`.
+/// `list`, where it is in the file first (`capabilities.json:3:5: key
+/// ...`, as a compiler says it); the word `refused` in colour when
+/// `colour`.
 pub(crate) fn refused_lines(registry: &Registry, colour: bool) -> Vec<String> {
+    let file = registry.file().unwrap_or(Path::new(""));
     registry
         .refused()
         .iter()
-        .flat_map(|r| refused_entry_lines(r, colour))
+        .flat_map(|r| refused_entry_lines(r, Some(file), colour))
         .collect()
 }
 
-/// One refused entry as [`refused_lines`] prints it.
-pub(crate) fn refused_entry_lines(r: &RefusedEntry, colour: bool) -> Vec<String> {
+/// One refused entry of the registry `file` as [`refused_lines`] prints
+/// it; without places when there is no file to point into (`None`: an
+/// edit's entry, refused before it was written).
+pub(crate) fn refused_entry_lines(
+    r: &RefusedEntry,
+    file: Option<&Path>,
+    colour: bool,
+) -> Vec<String> {
     let style = status_style("refused", colour);
     let mut lines = vec![format!("  {style}refused{style:#}  {}", r.label())];
-    lines.extend(r.problems.iter().map(|p| format!("           {p}")));
+    lines.extend(r.problems.iter().map(|p| match (file, p.position) {
+        (Some(file), Some(at)) => format!("           {}:{at}: {p}", file.display()),
+        _ => format!("           {p}"),
+    }));
     lines
 }
 
-/// The refused entries as JSON, `check --json`'s `refused`: one
-/// `{"entry", "problems"}` object each, in file order.
+/// The refused entries as JSON, `check --json`'s `refused`: one object
+/// each, in file order ([`entry_json`]).
 pub(crate) fn refused_json(registry: &Registry) -> Value {
     registry.refused().iter().map(entry_json).collect()
 }
@@ -54,10 +68,32 @@ pub(crate) fn refused_records(registry: &Registry) -> Vec<Value> {
         .collect()
 }
 
-fn entry_json(r: &RefusedEntry) -> Value {
+/// One refused entry as JSON: `{"entry", "id", "index", "line", "column",
+/// "problems"}`, each problem `{"key", "kind", "message", "line",
+/// "column", "text"}` in file order (`text` as the problem line of text
+/// reads, without the place).
+pub(crate) fn entry_json(r: &RefusedEntry) -> Value {
+    let problems: Vec<Value> = r
+        .problems
+        .iter()
+        .map(|p| {
+            json!({
+                "key": p.key,
+                "kind": p.kind.as_str(),
+                "message": p.message,
+                "line": p.position.map(|at| at.line),
+                "column": p.position.map(|at| at.column),
+                "text": p.to_string(),
+            })
+        })
+        .collect();
     json!({
         "entry": r.label(),
-        "problems": r.problems.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        "id": r.id,
+        "index": r.index,
+        "line": r.position.map(|at| at.line),
+        "column": r.position.map(|at| at.column),
+        "problems": problems,
     })
 }
 

@@ -127,7 +127,7 @@ fn an_unparsable_file_exits_2_with_line_and_column() {
     assert_eq!(
         text(&out.stderr),
         format!(
-            "spear-capabilities: capabilities file {}:2:14: expected `,` or `}}`\n",
+            "spear-capabilities: capabilities file {}:2:13: expected comma\n",
             f.display()
         )
     );

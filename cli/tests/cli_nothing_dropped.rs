@@ -14,7 +14,43 @@ use std::process::{Command, Output, Stdio};
 use serde_json::{Value, json};
 
 /// The refusal `check` prints for the `typo` entry of [`registry`].
-const TYPO_PROBLEM: &str = r#"key "timout": unknown key; allowed for kind "mcp-stdio": id, kind, scope, tasks, read, write, enabled, timeout, command, env"#;
+const TYPO_PROBLEM: &str = r#"key "timout": unknown key; did you mean "timeout"?"#;
+
+/// Where `needle` first is in the file `file` (with `brace`, the `{`
+/// before it): line and column, from 1.
+fn place(file: &str, needle: &str, brace: bool) -> (usize, usize) {
+    let text = std::fs::read_to_string(file).expect("read");
+    let mut offset = text.find(needle).expect("in the file");
+    if brace {
+        offset = text[..offset].rfind('{').expect("a brace");
+    }
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+    (line, column)
+}
+
+/// The problem line `check` prints for the `typo` entry of the registry
+/// `file`: where its key is, then the problem.
+fn typo_line(file: &str) -> String {
+    let (line, column) = place(file, "\"timout\"", false);
+    format!("{file}:{line}:{column}: {TYPO_PROBLEM}")
+}
+
+/// The `typo` entry of the registry `file` as `--json` gives it.
+fn typo_json(file: &str) -> Value {
+    let (line, column) = place(file, "\"timout\"", false);
+    let (entry_line, entry_column) = place(file, "\"timout\"", true);
+    json!({
+        "entry": "providers[1] (\"typo\")", "id": "typo", "index": 1,
+        "line": entry_line, "column": entry_column,
+        "problems": [{
+            "key": "timout", "kind": "unknown_key",
+            "message": "unknown key; did you mean \"timeout\"?",
+            "line": line, "column": column, "text": TYPO_PROBLEM,
+        }],
+    })
+}
 
 fn example_server() -> PathBuf {
     let server = Path::new(CLI).with_file_name("spear-example-server");
@@ -41,7 +77,8 @@ fn registry(dir: &Path, with_typo: bool) -> PathBuf {
         }));
     }
     let file = dir.join("capabilities.json");
-    std::fs::write(&file, json!({ "providers": providers }).to_string()).expect("write");
+    let text = serde_json::to_string_pretty(&json!({ "providers": providers })).expect("json");
+    std::fs::write(&file, text).expect("write");
     file
 }
 
@@ -76,7 +113,10 @@ fn list_shows_a_refused_entry_with_its_problems_and_exits_1() {
         stdout.starts_with("providers:\n  ok       notes: ready in "),
         "{stdout}"
     );
-    let refusal = format!("\n  refused  providers[1] (\"typo\")\n           {TYPO_PROBLEM}\n");
+    let refusal = format!(
+        "\n  refused  providers[1] (\"typo\")\n           {}\n",
+        typo_line(file)
+    );
     assert!(
         stdout.contains(&refusal),
         "missing {refusal:?} in:\n{stdout}"
@@ -93,10 +133,7 @@ fn list_shows_a_refused_entry_with_its_problems_and_exits_1() {
     assert_eq!(out.status.code(), Some(1));
     let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
     assert_eq!(v["providers"][0]["status"], "ok", "{v}");
-    assert_eq!(
-        v["refused"],
-        json!([{"entry": "providers[1] (\"typo\")", "problems": [TYPO_PROBLEM]}])
-    );
+    assert_eq!(v["refused"], json!([typo_json(file)]));
 
     let clean = registry(dir.path(), false);
     let out = cli(&[
@@ -134,7 +171,8 @@ fn turn_says_a_refused_entry_beside_the_turns_view_and_exits_1() {
     assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
     assert!(
         stderr.contains(&format!(
-            "spear-capabilities: the registry refused 1 entry, which no turn gets (`spear-capabilities check` says the same):\n  refused  providers[1] (\"typo\")\n           {TYPO_PROBLEM}\n"
+            "spear-capabilities: the registry refused 1 entry, which no turn gets (`spear-capabilities check` says the same):\n  refused  providers[1] (\"typo\")\n           {}\n",
+            typo_line(file)
         )),
         "{stderr}"
     );
@@ -153,10 +191,9 @@ fn turn_says_a_refused_entry_beside_the_turns_view_and_exits_1() {
         .map(|l| serde_json::from_str(l).expect("a JSON line"))
         .collect();
     assert_eq!(lines[0]["kind"], "shown");
-    assert_eq!(
-        lines[1],
-        json!({"kind": "refused", "entry": "providers[1] (\"typo\")", "problems": [TYPO_PROBLEM]})
-    );
+    let mut refused = typo_json(file);
+    refused["kind"] = json!("refused");
+    assert_eq!(lines[1], refused);
     assert_eq!(lines[2]["kind"], "answer");
 }
 
@@ -185,7 +222,8 @@ fn invoke_says_a_refused_entry_and_counts_it_in_the_exit_status() {
     );
     assert!(
         stderr.contains(&format!(
-            "  refused  providers[1] (\"typo\")\n           {TYPO_PROBLEM}\n"
+            "  refused  providers[1] (\"typo\")\n           {}\n",
+            typo_line(file)
         )),
         "{stderr}"
     );
@@ -196,10 +234,7 @@ fn invoke_says_a_refused_entry_and_counts_it_in_the_exit_status() {
     assert_eq!(out.status.code(), Some(1));
     let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
     assert_eq!(v["status"], "ok", "{v}");
-    assert_eq!(
-        v["refused"],
-        json!([{"entry": "providers[1] (\"typo\")", "problems": [TYPO_PROBLEM]}])
-    );
+    assert_eq!(v["refused"], json!([typo_json(file)]));
 
     let clean = registry(dir.path(), false);
     let out = cli(&[

@@ -369,7 +369,7 @@ fn help_has_examples_and_near_misses_get_did_you_mean() {
             "{stdout}"
         );
     }
-    let typo = cli(&["lsit"], None);
+    let typo = cli(&["lisst"], None);
     assert_eq!(typo.status.code(), Some(2));
     assert!(
         text(&typo.stderr).contains("tip: a similar subcommand exists: 'list'"),

@@ -106,22 +106,28 @@ fn the_registry_example_registers() {
     assert_eq!(r.entries()[0].id, "tracker");
 }
 
+/// The README's `check` transcript: the file it shows, checked in a
+/// folder of its own, prints each line the README says (`...` stands for
+/// lines left out).
 #[test]
 fn the_check_example_prints_what_the_readme_says() {
     let text = blocks("text")
         .into_iter()
-        .find(|b| b.starts_with("$ spear-capabilities check"))
+        .find(|b| b.starts_with("$ cat capabilities.json\n"))
         .expect("check block");
+    let (file, said) = text["$ cat capabilities.json\n".len()..]
+        .split_once("$ spear-capabilities check capabilities.json\n")
+        .expect("the file, then check");
     let dir = tempfile::tempdir().expect("tempdir");
-    let file = dir.path().join("capabilities.json");
-    std::fs::write(&file, r#"{"providers": [{"id": "ok", "command": ["x"]}, {"id": "Bad", "command": ["x"], "write": "sometimes"}]}"#)
-        .expect("write");
+    std::fs::write(dir.path().join("capabilities.json"), file).expect("write");
     let out = Command::new(env!("CARGO_BIN_EXE_spear-capabilities"))
-        .args(["check", file.to_str().expect("utf8")])
+        .args(["check", "capabilities.json"])
+        .current_dir(dir.path())
+        .env_remove("SPEAR_CAPABILITIES_FILE")
         .output()
         .expect("runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    for line in text.lines().skip(1) {
+    for line in said.lines().filter(|l| *l != "...") {
         assert!(stdout.contains(line), "missing {line:?} in:\n{stdout}");
     }
 }
@@ -245,12 +251,13 @@ fn the_wait_transcript_is_what_list_prints() {
     assert_eq!(runs, 2);
 }
 
-/// The registry-editing transcript (issue 33.2 and its done-when): `add`,
-/// `get --start` and `remove`, run in a fresh folder whose
+/// The registry-editing transcript (issue 33.2 and its done-when; issue 46
+/// added `set`, `disable` and `enable`): `add`, `get --start`, those three
+/// and `remove`, run in a fresh folder whose
 /// `target/debug/spear-example-server` is the built example server, print
 /// the lines the README shows (`...` stands for lines left out).
 #[test]
-fn the_registry_edit_transcript_is_what_add_get_and_remove_print() {
+fn the_registry_edit_transcript_is_what_each_edit_prints() {
     let text = blocks("text")
         .into_iter()
         .find(|b| b.starts_with("$ spear-capabilities add notes"))
@@ -287,7 +294,7 @@ fn the_registry_edit_transcript_is_what_add_get_and_remove_print() {
         }
         runs.push(command.split(' ').next().unwrap_or_default().to_owned());
     }
-    assert_eq!(runs, ["add", "get", "remove"]);
+    assert_eq!(runs, ["add", "get", "set", "disable", "enable", "remove"]);
 }
 
 /// The completion and manual page commands the README names run, and

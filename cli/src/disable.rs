@@ -1,0 +1,39 @@
+//! `disable`: an entry kept without being used (its `enabled` set to
+//! `false`), changed in place as `set` changes one
+//! ([`crate::set::change`]).
+
+use serde_json::json;
+
+use crate::error::Failure;
+use crate::flags::RegistryArgs;
+use crate::set::{Verb, change};
+use crate::tree::Changes;
+
+/// Disable an entry: kept in the file, used by no turn.
+///
+/// Its `enabled` becomes false; nothing else changes. A disabled entry's
+/// program that cannot run is only a warning, as `check` says.
+///
+/// Exit status: 0 disabled (or already so), 1 refused (no such entry, or
+/// the entry would be refused; the file is left as it was), 2 when the
+/// file cannot be read, parsed, locked or written.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  spear-capabilities disable notes
+  spear-capabilities disable tracker --capabilities /etc/spear/capabilities.json")]
+pub(crate) struct Args {
+    /// The provider's id.
+    id: String,
+    #[command(flatten)]
+    file: RegistryArgs,
+}
+
+impl Args {
+    pub(crate) async fn run(self) -> Result<(), Failure> {
+        let changes = Changes {
+            keys: vec![("enabled", json!(false))],
+            ..Changes::default()
+        };
+        change(&self.file, &self.id, &changes, Verb::Disable).await
+    }
+}
