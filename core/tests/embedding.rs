@@ -352,7 +352,10 @@ fn an_embedder_tells_what_is_wrong_with_an_entry_by_its_kind() {
                 _ => "something else",
             };
             let at = problem.position.expect("placed");
-            said.push(format!("{}:{} {what} ({})", at.line, at.column, problem.key));
+            said.push(format!(
+                "{}:{} {what} ({})",
+                at.line, at.column, problem.key
+            ));
         }
     }
     assert_eq!(
