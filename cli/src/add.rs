@@ -15,7 +15,7 @@ use crate::error::Failure;
 use crate::file::{self, Edited};
 use crate::flags::{EntryFlags, RegistryArgs};
 use crate::out::out;
-use crate::report::refused_entry_lines;
+use crate::report::refused_edit;
 use crate::tree;
 
 /// Add an entry to the registry, validated as `check` validates it.
@@ -80,15 +80,11 @@ impl Args {
             let registry = current.edited(&new_text)?;
             let index = current.len();
             if let Some(refused) = registry.refused().iter().find(|r| r.index == index) {
-                let mut said = format!(
+                let head = format!(
                     "not added: the entry is refused, as `check` would refuse it; {} is left as it was:",
                     path.display()
                 );
-                for line in refused_entry_lines(refused, None, false) {
-                    said.push('\n');
-                    said.push_str(&line);
-                }
-                return Err(Failure::Refused(said));
+                return Err(Failure::Refused(refused_edit(head, refused)));
             }
             let Some(added) = registry.entries().iter().find(|e| e.index == index) else {
                 return Err(Failure::Usage(

@@ -1,13 +1,9 @@
 //! `disable`: an entry kept without being used (its `enabled` set to
 //! `false`), changed in place as `set` changes one
-//! ([`crate::set::change`]).
-
-use serde_json::json;
+//! ([`crate::set::switch`]).
 
 use crate::error::Failure;
 use crate::flags::RegistryArgs;
-use crate::set::{Verb, change};
-use crate::tree::Changes;
 
 /// Disable an entry: kept in the file, used by no turn.
 ///
@@ -30,10 +26,6 @@ pub(crate) struct Args {
 
 impl Args {
     pub(crate) async fn run(self) -> Result<(), Failure> {
-        let changes = Changes {
-            keys: vec![("enabled", json!(false))],
-            ..Changes::default()
-        };
-        change(&self.file, &self.id, &changes, Verb::Disable).await
+        crate::set::switch(&self.file, &self.id, false).await
     }
 }

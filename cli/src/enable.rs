@@ -1,12 +1,8 @@
 //! `enable`: an entry a turn may use again (its `enabled` set to `true`),
-//! changed in place as `set` changes one ([`crate::set::change`]).
-
-use serde_json::json;
+//! changed in place as `set` changes one ([`crate::set::switch`]).
 
 use crate::error::Failure;
 use crate::flags::RegistryArgs;
-use crate::set::{Verb, change};
-use crate::tree::Changes;
 
 /// Enable an entry: a turn whose scope and task it covers gets it again.
 ///
@@ -29,10 +25,6 @@ pub(crate) struct Args {
 
 impl Args {
     pub(crate) async fn run(self) -> Result<(), Failure> {
-        let changes = Changes {
-            keys: vec![("enabled", json!(true))],
-            ..Changes::default()
-        };
-        change(&self.file, &self.id, &changes, Verb::Enable).await
+        crate::set::switch(&self.file, &self.id, true).await
     }
 }

@@ -48,6 +48,17 @@ pub(crate) fn refused_entry_lines(
     lines
 }
 
+/// An edit's refusal of the entry it would write: `head`, then the entry
+/// as `check` prints it (without places: the text is not on disk).
+pub(crate) fn refused_edit(head: String, refused: &RefusedEntry) -> String {
+    let mut said = head;
+    for line in refused_entry_lines(refused, None, false) {
+        said.push('\n');
+        said.push_str(&line);
+    }
+    said
+}
+
 /// The refused entries as JSON, `check --json`'s `refused`: one object
 /// each, in file order ([`entry_json`]).
 pub(crate) fn refused_json(registry: &Registry) -> Value {

@@ -18,7 +18,7 @@ use crate::file::{self, Edited};
 use crate::flags::{EntryFlags, RegistryArgs};
 use crate::out::out;
 use crate::remove::no_such_provider;
-use crate::report::refused_entry_lines;
+use crate::report::refused_edit;
 use crate::tree::{self, Changes, Unchanged};
 
 /// Change an entry's settings in place; only what is named changes.
@@ -85,9 +85,20 @@ impl Args {
     }
 }
 
+/// `enable` (`on`) or `disable`: the entry `id` of the registry `file`
+/// names gets `"enabled": on`, and nothing else changes.
+pub(crate) async fn switch(file: &RegistryArgs, id: &str, on: bool) -> Result<(), Failure> {
+    let changes = Changes {
+        keys: vec![("enabled", json!(on))],
+        ..Changes::default()
+    };
+    let verb = if on { Verb::Enable } else { Verb::Disable };
+    change(file, id, &changes, verb).await
+}
+
 /// Which subcommand changes the entry, for what it says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Verb {
+enum Verb {
     Set,
     Enable,
     Disable,
@@ -106,7 +117,7 @@ impl Verb {
 
 /// Changes the entry `id` of the registry `file` names as `changes` says,
 /// validated as `add` validates a new entry, and says what it did.
-pub(crate) async fn change(
+async fn change(
     file: &RegistryArgs,
     id: &str,
     changes: &Changes,
@@ -164,16 +175,12 @@ pub(crate) async fn change(
         };
         let registry = current.edited(&new_text)?;
         if let Some(refused) = registry.refused().iter().find(|r| r.index == index) {
-            let mut said = format!(
+            let head = format!(
                 "not {}: the entry would be refused, as `check` would refuse it{}:",
                 verb.done(),
                 kept(current)
             );
-            for line in refused_entry_lines(refused, None, false) {
-                said.push('\n');
-                said.push_str(&line);
-            }
-            return Err(Failure::Refused(said));
+            return Err(Failure::Refused(refused_edit(head, refused)));
         }
         let Some(entry) = registry.entries().iter().find(|e| e.index == index) else {
             return Err(Failure::Usage(format!(

@@ -5,9 +5,9 @@
 
 mod common;
 
-use common::{CLI, cli, sibling, text};
+use common::{CLI, cli, listing, registry, sibling, text, utf8 as s};
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
@@ -24,28 +24,6 @@ const KEPT: &str = r#"{"providers": [
   {"id": "typo", "command": ["sh"], "timout": 5}
 ]}
 "#;
-
-/// `body` written as `capabilities.json` in a new folder.
-fn registry(body: &str) -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let file = dir.path().join("capabilities.json");
-    std::fs::write(&file, body).expect("write");
-    (dir, file)
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().expect("utf8")
-}
-
-/// The names in `dir`, sorted.
-fn listing(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .expect("reads")
-        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
-}
 
 #[test]
 fn get_shows_the_command_the_env_names_and_the_selection_settings_never_an_env_value() {

@@ -6,37 +6,15 @@
 
 mod common;
 
-use common::{CLI, cli, text};
+use common::{CLI, cli, listing, registry, text, utf8 as s};
 
 use std::io::Write;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-
-/// `body` written as `capabilities.json` in a new folder.
-fn registry(body: &str) -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let file = dir.path().join("capabilities.json");
-    std::fs::write(&file, body).expect("write");
-    (dir, file)
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().expect("utf8")
-}
-
-/// The names in `dir`, sorted.
-fn listing(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .expect("reads")
-        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
-}
 
 /// The CLI started with `args`, stdin empty, output captured.
 fn spawn(args: &[&str]) -> Child {
@@ -469,55 +447,46 @@ fn a_dangling_symbolic_link_is_refused_and_stays_a_link() {
     assert!(!gone.exists());
 }
 
+/// `add` and `remove` on `file` (holding [`ONE`]) both refused, exit 2,
+/// with `said` (FILE for the file), the file left as it was.
+fn edits_refused(file: &Path, said: &str) {
+    for args in [
+        vec!["add", "y", "--capabilities", s(file), "--", "sh"],
+        vec!["remove", "x", "--capabilities", s(file)],
+    ] {
+        let out = cli(&args);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        let said = said.replace("FILE", &file.display().to_string());
+        assert_eq!(stderr, format!("spear-capabilities: {said}\n"));
+        assert_eq!(std::fs::read_to_string(file).expect("read"), ONE);
+    }
+}
+
 #[test]
 fn a_file_with_a_second_hard_link_is_refused_and_not_split() {
     let (dir, file) = registry(ONE);
     let other = dir.path().join("other.json");
     std::fs::hard_link(&file, &other).expect("link");
-    for args in [
-        vec!["add", "y", "--capabilities", s(&file), "--", "sh"],
-        vec!["remove", "x", "--capabilities", s(&file)],
-    ] {
-        let out = cli(&args);
-        let stderr = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-        assert_eq!(
-            stderr,
-            format!(
-                "spear-capabilities: {} has 2 hard links; an edit replaces the file, which would leave the other names with the old text; nothing written (make this its only name: remove the other links, or make them symbolic links to it)\n",
-                file.display()
-            )
-        );
-        assert_eq!(std::fs::read_to_string(&file).expect("read"), ONE);
-        let (a, b) = (
-            std::fs::metadata(&file).expect("meta"),
-            std::fs::metadata(&other).expect("meta"),
-        );
-        assert_eq!((a.ino(), a.nlink()), (b.ino(), 2));
-    }
+    edits_refused(
+        &file,
+        "FILE has 2 hard links; an edit replaces the file, which would leave the other names with the old text; nothing written (make this its only name: remove the other links, or make them symbolic links to it)",
+    );
+    let (a, b) = (
+        std::fs::metadata(&file).expect("meta"),
+        std::fs::metadata(&other).expect("meta"),
+    );
+    assert_eq!((a.ino(), a.nlink()), (b.ino(), 2));
 }
 
 #[test]
 fn a_read_only_file_is_respected_even_by_root() {
     let (_dir, file) = registry(ONE);
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o444)).expect("chmod");
-    for args in [
-        vec!["add", "y", "--capabilities", s(&file), "--", "sh"],
-        vec!["remove", "x", "--capabilities", s(&file)],
-    ] {
-        let out = cli(&args);
-        let stderr = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-        assert_eq!(
-            stderr,
-            format!(
-                "spear-capabilities: {} is read-only (mode 0444); nothing written (make it writable, `chmod u+w {}`, to edit it)\n",
-                file.display(),
-                file.display()
-            )
-        );
-        assert_eq!(std::fs::read_to_string(&file).expect("read"), ONE);
-    }
+    edits_refused(
+        &file,
+        "FILE is read-only (mode 0444); nothing written (make it writable, `chmod u+w FILE`, to edit it)",
+    );
 }
 
 // Item 7: what an interrupted edit leaves, and the next edit clears.

@@ -5,9 +5,9 @@
 
 mod common;
 
-use common::{CLI, cli, text};
+use common::{CLI, cli, registry, text, utf8 as s};
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
@@ -24,17 +24,6 @@ const KEPT: &str = r#"{"providers": [
   {"id": "gone", "command": ["/nonexistent/spear-test/server"], "enabled": false, "scope": "global"}
 ]}
 "#;
-
-fn registry(body: &str) -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let file = dir.path().join("capabilities.json");
-    std::fs::write(&file, body).expect("write");
-    (dir, file)
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().expect("utf8")
-}
 
 fn read(file: &Path) -> String {
     std::fs::read_to_string(file).expect("read")

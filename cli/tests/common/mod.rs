@@ -20,6 +20,30 @@ pub fn sibling(name: &str) -> PathBuf {
     path
 }
 
+/// `body` written as `capabilities.json` in a new folder (kept while the
+/// `TempDir` lives).
+pub fn registry(body: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("capabilities.json");
+    std::fs::write(&file, body).expect("write");
+    (dir, file)
+}
+
+/// A path as a command-line argument.
+pub fn utf8(p: &Path) -> &str {
+    p.to_str().expect("utf8")
+}
+
+/// The names in `dir`, sorted.
+pub fn listing(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("reads")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
 /// Output bytes as text.
 pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
