@@ -146,18 +146,17 @@ async fn change(
                 )));
             }
         };
+        // Already so: nothing to check, nothing to write.
         let was = current.registry.entries().iter().find(|e| e.index == index);
-        let already = match verb {
-            Verb::Enable => was.is_some_and(|e| e.enabled),
-            Verb::Disable => was.is_some_and(|e| !e.enabled),
+        if let Some(was) = was.filter(|e| match verb {
+            Verb::Enable => e.enabled,
+            Verb::Disable => !e.enabled,
             Verb::Set => false,
-        };
-        let edited = if already {
-            Ok(current.text.clone())
-        } else {
-            tree::with_changes(&current.text, index, changes)
-        };
-        let new_text = match edited {
+        }) {
+            let findings = current.registry.check_entry(was);
+            return Ok(Edited::Keep((false, entry::check_lines(was, &findings))));
+        }
+        let new_text = match tree::with_changes(&current.text, index, changes) {
             Ok(text) => text,
             Err(Unchanged::NoVariable(name)) => {
                 return Err(Failure::Refused(format!(

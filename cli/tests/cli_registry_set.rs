@@ -254,6 +254,21 @@ fn enable_and_disable_change_enabled_only_and_say_when_it_already_was() {
     // An entry nothing starts may be disabled whatever its program.
     let out = on(&file, &["disable", "gone"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // One already enabled is said to be so, whatever its program: enable
+    // changes nothing, so it refuses nothing.
+    let enabled = read(&file).replace(
+        "\"enabled\": false, \"scope\"",
+        "\"enabled\": true, \"scope\"",
+    );
+    std::fs::write(&file, &enabled).expect("write");
+    let out = on(&file, &["enable", "gone"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("is already enabled; nothing written\n  refused  gone\n"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert_eq!(read(&file), enabled);
 }
 
 /// `set` takes the lock as `add` does: of twenty edits at once, ten
