@@ -8,10 +8,18 @@
 //! The records are a contract (`docs/audit.md`): each carries the schema's
 //! version ([`AUDIT_SCHEMA`]), and a reader of this version keeps what a
 //! later one writes ([`AuditEvent::Unknown`]) instead of failing on it.
+//!
+//! A trail proves itself: each record [`JsonLinesSink`] writes is chained
+//! to the line before it (`seq`, `prev`; keyed with an [`AuditKey`]), and
+//! [`verify`] reads a trail back and says whether it is whole.
 
 mod arguments;
+mod chain;
+mod file;
 mod sink;
+mod tail;
 mod time;
+mod verify;
 
 use std::sync::Arc;
 
@@ -20,13 +28,17 @@ use serde_json::{Map, Value};
 
 pub use arguments::MAX_AUDIT_ARGUMENT_BYTES;
 pub(crate) use arguments::bounded as bounded_arguments;
-pub use sink::{AuditError, AuditSink, JsonLinesSink, NullSink};
+pub use chain::{AuditKey, AuditKeyError, MAX_AUDIT_KEY_BYTES, MIN_AUDIT_KEY_BYTES};
+pub use sink::{AuditError, AuditSink, JsonLinesOptions, JsonLinesSink, NullSink};
 pub use time::{AuditTime, BadAuditTime};
+pub use verify::{Break, BreakReason, MAX_VERIFIED_LINE, TrailStatus, Unended, Verdict, verify};
 
 /// The version of the audit schema this crate writes, in every record as
 /// `"schema"`. It goes up only when a stable field is removed or changes
 /// meaning; new events and new fields do not change it (`docs/audit.md`).
-pub const AUDIT_SCHEMA: u32 = 1;
+/// Version 2 chains the records (`seq`, `prev`) and says where sessions
+/// begin and end; a version-1 reader reads it, the fields being additions.
+pub const AUDIT_SCHEMA: u32 = 2;
 
 use crate::UnavailableReason;
 use crate::exposure::CapabilityClass;
@@ -44,6 +56,15 @@ pub struct AuditRecord {
     /// for this crate's; 0 for a record written before records carried it.
     #[serde(default)]
     pub schema: u32,
+    /// The record's position in its trail, from 1, when the sink chains
+    /// its records (set by the sink: [`JsonLinesSink`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
+    /// The link of the line before it in its trail: the SHA-256 of that
+    /// line as written (or its HMAC-SHA-256 under the deployment's key),
+    /// 64 hex digits, 64 zeros for a trail's first line. Set by the sink.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prev: Option<String>,
     /// The session's id, where there is one (shared by all its records).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<Arc<str>>,
@@ -237,6 +258,17 @@ pub enum AuditEvent {
         /// Why.
         reason: String,
     },
+    /// A session began; its records carry its id.
+    SessionStarted {
+        /// The session's permission mode.
+        mode: ModeName,
+    },
+    /// A session ended: written once, and synced, however it ended. A
+    /// session with no end record was cut short (its process died).
+    SessionEnded {
+        /// How it ended.
+        how: SessionEnd,
+    },
     /// A session shut a provider down.
     ProviderStopped {
         /// The provider's id.
@@ -275,6 +307,8 @@ impl AuditEvent {
             AuditEvent::WriteApproved { .. } => "write_approved",
             AuditEvent::CapabilityRefused { .. } => "capability_refused",
             AuditEvent::ProviderStopped { .. } => "provider_stopped",
+            AuditEvent::SessionStarted { .. } => "session_started",
+            AuditEvent::SessionEnded { .. } => "session_ended",
             AuditEvent::Unknown(fields) => {
                 fields.get("event").and_then(Value::as_str).unwrap_or("")
             }
@@ -356,6 +390,20 @@ named! {
         Cancelled = "cancelled",
         /// The session was closed while the call was in flight.
         Closed = "closed",
+    }
+}
+
+named! {
+    /// How a session ended.
+    #[non_exhaustive]
+    pub enum SessionEnd {
+        /// It was closed (`Session::close`).
+        Closed = "closed",
+        /// It was dropped without `close`: its providers were ended at once.
+        Dropped = "dropped",
+        /// `close` ran where no tokio runtime was: its providers were
+        /// ended at once.
+        RuntimeGone = "runtime_gone",
     }
 }
 
@@ -485,15 +533,37 @@ impl Audit {
     /// # Errors
     /// The sink's, when the record was not written (whole).
     pub fn try_emit(&self, event: AuditEvent) -> Result<(), AuditError> {
+        self.write(event, false)
+    }
+
+    /// Records `event` now and makes it durable, with every record before
+    /// it ([`AuditSink::record_durable`]): a WRITE's approval before the
+    /// WRITE is sent, a session's end. It may wait for the disk: call it
+    /// off the runtime's I/O threads.
+    ///
+    /// # Errors
+    /// The sink's, when the record was not written, or not made durable.
+    pub fn try_emit_durable(&self, event: AuditEvent) -> Result<(), AuditError> {
+        self.write(event, true)
+    }
+
+    fn write(&self, event: AuditEvent, durable: bool) -> Result<(), AuditError> {
         use std::sync::atomic::Ordering;
         trace_lifecycle(self.session.as_deref().unwrap_or(""), &event);
-        let written = self.sink.record(AuditRecord {
+        let record = AuditRecord {
             time: AuditTime::now(),
             schema: AUDIT_SCHEMA,
+            seq: None,
+            prev: None,
             session: self.session.clone(),
             turn: self.turn.clone(),
             event,
-        });
+        };
+        let written = if durable {
+            self.sink.record_durable(record)
+        } else {
+            self.sink.record(record)
+        };
         let health = &self.health;
         match &written {
             Ok(()) => health.failing.store(false, Ordering::SeqCst),

@@ -5,7 +5,7 @@
 // re-exported below, and what only the CLI, benches, fuzz targets and tests
 // use is in `internals`.
 mod admission;
-mod audit;
+pub mod audit;
 mod checks;
 mod command;
 mod connector;

@@ -67,7 +67,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use crate::audit::{Audit, AuditEvent};
+use crate::audit::{Audit, AuditEvent, ModeName, SessionEnd};
 use crate::connector::{Connector, KindConnector};
 use crate::exposure::Limits;
 use crate::permission::PermissionMode;
@@ -77,7 +77,7 @@ use crate::tokens::{EstimatedTokens, TokenCounter};
 use crate::turn::Turn;
 use crate::{Error, Notice, TurnError};
 
-use slot::Slot;
+use slot::{Closing, Slot};
 pub use slot::{
     MAX_RESTARTS, ProviderState, START_BUDGET_FACTOR, start_budget, start_budget_waiting,
 };
@@ -199,6 +199,8 @@ pub(crate) struct Inner {
     notices: Mutex<Vec<Notice>>,
     turns: AtomicU64,
     closed: AtomicBool,
+    /// The session's end record was written (or tried).
+    ended: AtomicBool,
     /// Set by `close`: calls in flight stop waiting at once.
     pub(crate) closing: tokio::sync::watch::Sender<bool>,
     /// Calls sent and not answered yet; `close` waits for them to have
@@ -246,6 +248,9 @@ impl Session {
     /// Opens a session over `registry`. Nothing starts until a turn needs it.
     pub fn open(registry: Arc<Registry>, options: SessionOptions) -> Self {
         let audit = options.audit.for_session(options.id.clone());
+        audit.emit(AuditEvent::SessionStarted {
+            mode: ModeName::from(options.permission.name().to_owned()),
+        });
         let connector = options.connector.clone().unwrap_or_else(|| {
             Arc::new(KindConnector::new(registry.kinds().clone())) as Arc<dyn Connector>
         });
@@ -259,6 +264,7 @@ impl Session {
                 notices: Mutex::new(Vec::new()),
                 turns: AtomicU64::new(0),
                 closed: AtomicBool::new(false),
+                ended: AtomicBool::new(false),
                 stopping: Mutex::new(Vec::new()),
                 closing: tokio::sync::watch::Sender::new(false),
                 in_flight: tokio::sync::watch::Sender::new(0),
@@ -376,8 +382,9 @@ impl Session {
     /// Closes the session for every clone: later turns are offered
     /// nothing and told why, calls of earlier turns are refused, starts in
     /// the background are abandoned, and every started provider is shut
-    /// down, concurrently; each stop is audited as `provider_stopped`.
-    /// Closing twice is harmless.
+    /// down, concurrently; each stop is audited as `provider_stopped` (a
+    /// start abandoned too), and the session's end as `session_ended`,
+    /// synced. Closing twice is harmless.
     ///
     /// # Cancel safety
     /// The session is closed as soon as the call begins; dropping the
@@ -385,10 +392,7 @@ impl Session {
     /// processes when the last handle to a provider is dropped.
     pub async fn close(&self) {
         self.inner.closed.store(true, Ordering::SeqCst);
-        let started: Vec<(String, Arc<dyn crate::Provider>)> = lock(&self.inner.slots)
-            .values()
-            .filter_map(|s| Some((s.entry.id.clone(), s.close()?)))
-            .collect();
+        let started = self.inner.close_slots();
         if tokio::runtime::Handle::try_current().is_err() {
             // Nothing can be awaited here: dropping the providers ends them
             // (each kind ends its processes when its provider is dropped).
@@ -399,6 +403,7 @@ impl Session {
                     error: Some(Error::NoRuntime.to_string()),
                 });
             }
+            self.inner.end(SessionEnd::RuntimeGone);
             return;
         }
         // Calls in flight answer at once, "sent, outcome unknown", and tell
@@ -419,6 +424,12 @@ impl Session {
         // stdin closed, grace, SIGTERM, SIGKILL) runs to its end too.
         let stopping = std::mem::take(&mut *lock(&self.inner.stopping));
         futures::future::join_all(stopping).await;
+        // Synced: off the runtime's threads, which a sync would hold.
+        let inner = Arc::clone(&self.inner);
+        let end = tokio::task::spawn_blocking(move || inner.end(SessionEnd::Closed));
+        if end.await.is_err() {
+            self.inner.end(SessionEnd::Closed);
+        }
     }
 }
 
@@ -432,20 +443,50 @@ impl Drop for Inner {
     /// with it (its kind ends its processes) and the trail records its stop,
     /// synchronously, so that it does not end at `capability_invoked`.
     fn drop(&mut self) {
-        let slots = std::mem::take(&mut *lock(&self.slots));
-        for (id, slot) in slots {
-            if let Some(provider) = slot.close() {
-                drop(provider);
-                self.audit.emit(AuditEvent::ProviderStopped {
-                    provider: id,
-                    error: Some(DROPPED.to_owned()),
-                });
-            }
+        for (id, provider) in self.close_slots() {
+            drop(provider);
+            self.audit.emit(AuditEvent::ProviderStopped {
+                provider: id,
+                error: Some(DROPPED.to_owned()),
+            });
         }
+        self.end(SessionEnd::Dropped);
     }
 }
 
+/// What a provider's stop record says when its session closed while it
+/// was still starting.
+const ABANDONED: &str = "the session closed while it was starting: the start was abandoned";
+
 impl Inner {
+    /// Closes every slot: returns the started providers, to be shut down,
+    /// and records the stop of each start it abandons.
+    fn close_slots(&self) -> Vec<(String, Arc<dyn crate::Provider>)> {
+        let slots: Vec<Arc<Slot>> = lock(&self.slots).values().cloned().collect();
+        let mut started = Vec::new();
+        for slot in slots {
+            let id = slot.entry.id.clone();
+            match slot.close() {
+                Closing::Started(provider) => started.push((id, provider)),
+                Closing::Abandoned => self.audit.emit(AuditEvent::ProviderStopped {
+                    provider: id,
+                    error: Some(ABANDONED.to_owned()),
+                }),
+                Closing::Nothing => {}
+            }
+        }
+        started
+    }
+
+    /// Records the session's end, once, synced.
+    fn end(&self, how: SessionEnd) {
+        if !self.ended.swap(true, Ordering::SeqCst) {
+            let _ = self
+                .audit
+                .try_emit_durable(AuditEvent::SessionEnded { how });
+        }
+    }
+
     /// The slot of provider `id`, made on first use; `None` when the
     /// registry has no such entry.
     pub(crate) fn slot(&self, id: &str) -> Option<Arc<Slot>> {

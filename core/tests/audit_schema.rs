@@ -32,12 +32,12 @@ fn every_record_carries_the_schema_version_and_a_typed_time() {
     let records = sink.0.lock().expect("lock");
     let record = &records[0];
     assert_eq!(record.schema, AUDIT_SCHEMA);
-    assert_eq!(AUDIT_SCHEMA, 1);
+    assert_eq!(AUDIT_SCHEMA, 2);
     // Milliseconds: the time written is at most a millisecond before now.
     let at = record.time.system_time();
     assert!(at + std::time::Duration::from_millis(1) >= before);
     let value = serde_json::to_value(record).expect("serialises");
-    assert_eq!(value["schema"], 1);
+    assert_eq!(value["schema"], 2);
     let text = value["time"].as_str().expect("a string");
     assert_eq!(text.len(), "2026-11-30T09:52:41.669Z".len(), "{text}");
     assert_eq!(text.parse::<AuditTime>().expect("RFC 3339"), record.time);
@@ -118,6 +118,35 @@ fn the_mode_of_an_approval_is_typed_and_an_embedders_own_is_kept_by_name() {
         };
         assert_eq!(read, &mode);
         assert_eq!(read.as_str(), name);
+        assert_eq!(serde_json::to_value(&record).expect("serialises"), line);
+    }
+}
+
+#[test]
+fn both_versions_read_and_a_chained_record_keeps_its_chain() {
+    // Version 1: no chain.
+    let v1 = json!({
+        "time": "2026-11-30T09:52:41.669Z", "schema": 1, "session": "s",
+        "event": "provider_stopped", "provider": "notes", "error": null
+    });
+    let record: AuditRecord = serde_json::from_value(v1.clone()).expect("reads");
+    assert_eq!(
+        (record.schema, record.seq, record.prev.as_deref()),
+        (1, None, None)
+    );
+    assert_eq!(serde_json::to_value(&record).expect("serialises"), v1);
+    // Version 2: the chain, and the session's start and end.
+    let prev = "ab".repeat(32);
+    for line in [
+        json!({"time": "2026-11-30T09:52:41.669Z", "schema": 2, "seq": 7, "prev": prev,
+               "session": "s", "event": "session_started", "mode": "ask"}),
+        json!({"time": "2026-11-30T09:52:41.669Z", "schema": 2, "seq": 8, "prev": prev,
+               "session": "s", "event": "session_ended", "how": "runtime_gone"}),
+    ] {
+        let record: AuditRecord = serde_json::from_value(line.clone()).expect("reads");
+        assert!(!matches!(record.event, AuditEvent::Unknown(_)), "{line}");
+        assert_eq!(record.event.name(), line["event"]);
+        assert_eq!(record.prev.as_deref(), Some(prev.as_str()));
         assert_eq!(serde_json::to_value(&record).expect("serialises"), line);
     }
 }

@@ -1,12 +1,13 @@
 //! Where audit records go: the [`AuditSink`] trait and the sinks built in.
 
 use std::fmt;
-use std::fs::{File, OpenOptions};
-use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::path::Path;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use super::AuditRecord;
+use super::chain::{AuditKey, Linker};
+use super::file::{Out, StreamTrail};
 
 /// Why a record was not written (whole): the gateway then refuses what must
 /// not run unrecorded (a WRITE), and tells the session and the operator.
@@ -42,11 +43,30 @@ pub trait AuditSink: Send + Sync {
     /// When the record was not written, or not whole: a sink must say so,
     /// never lose a record silently.
     fn record(&self, record: AuditRecord) -> Result<(), AuditError>;
+
+    /// Takes one record that must be durable before the caller goes on (a
+    /// WRITE's approval, before the WRITE is sent; a session's end): when
+    /// it returns `Ok`, this record and every one taken before it survive
+    /// a crash of the process and of the machine. The gateway calls it off
+    /// the runtime's I/O threads, where it may wait for the disk.
+    ///
+    /// The default takes it as [`AuditSink::record`] does: right for a sink
+    /// whose records are durable once taken, or that keeps them in memory.
+    ///
+    /// # Errors
+    /// As [`AuditSink::record`]; also when it cannot be made durable.
+    fn record_durable(&self, record: AuditRecord) -> Result<(), AuditError> {
+        self.record(record)
+    }
 }
 
 impl<T: AuditSink + ?Sized> AuditSink for Arc<T> {
     fn record(&self, record: AuditRecord) -> Result<(), AuditError> {
         (**self).record(record)
+    }
+
+    fn record_durable(&self, record: AuditRecord) -> Result<(), AuditError> {
+        (**self).record_durable(record)
     }
 }
 
@@ -60,71 +80,111 @@ impl AuditSink for NullSink {
     }
 }
 
-/// A sink writing one JSON object a line.
+/// How a [`JsonLinesSink`] chains its records.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct JsonLinesOptions {
+    /// The deployment's key file ([`AuditKey::from_file`]): with one, each
+    /// record's `prev` is an HMAC-SHA-256 under the key instead of the
+    /// plain SHA-256 of the line before it.
+    pub key_file: Option<PathBuf>,
+}
+
+impl JsonLinesOptions {
+    /// No key: the chain is plain SHA-256.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Chains under the key in `path`.
+    pub fn with_key_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.key_file = Some(path.into());
+        self
+    }
+
+    fn linker(&self) -> io::Result<Linker> {
+        match &self.key_file {
+            None => Ok(Linker::Plain),
+            Some(path) => AuditKey::from_file(path)
+                .map(Linker::Keyed)
+                .map_err(io::Error::other),
+        }
+    }
+}
+
+/// A sink writing one JSON object a line, each record chained to the line
+/// before it (`seq`, `prev`: `docs/audit.md`).
 ///
-/// On a file ([`JsonLinesSink::append`]) each record is one write on an
-/// `O_APPEND` descriptor, whole or not at all: a write that fails part way
-/// (a full disk) is cut back off the file, and a file whose last line was
-/// cut before (a crash) gets a newline before the first record, so that no
-/// record is ever glued onto a fragment. A failed write is returned to the
-/// gateway, and also counted here ([`JsonLinesSink::failures`]).
+/// On a file ([`JsonLinesSink::append`]) one file is one chain across
+/// processes and runs: a record is appended under an advisory lock and
+/// chained to the file's last line, whoever wrote it; it is one `write` of
+/// one whole line that a `SIGKILL` does not tear; nothing is ever cut off
+/// the file. A durable record ([`AuditSink::record_durable`]) is synced
+/// (`fdatasync`) into the file the path names, opened again if the file
+/// was removed or replaced. New files are created `0600`. On a stream (a
+/// pipe, a device, [`JsonLinesSink::new`]) the chain begins at the
+/// genesis, with no lock and nothing to sync. A failed write is returned
+/// to the gateway, and also counted here ([`JsonLinesSink::failures`]).
 pub struct JsonLinesSink {
     inner: Mutex<SinkState>,
 }
 
 struct SinkState {
     out: Out,
-    /// The next record must begin on a new line: what is there ends in a
-    /// fragment that could not be cut off.
-    fresh_line: bool,
+    linker: Linker,
     failures: u64,
     last_error: Option<String>,
 }
 
-enum Out {
-    File(File),
-    Other(Box<dyn Write + Send>),
-}
-
 impl JsonLinesSink {
-    /// Appends to the file at `path`, creating it if needed.
+    /// Appends to the file at `path`, creating it (`0600`) if needed, with
+    /// a plain chain. A path that names a FIFO, a terminal or another
+    /// device is written as a stream (opening a FIFO waits for its reader).
     ///
     /// # Errors
     /// When the file cannot be opened or read.
     pub fn append(path: &Path) -> io::Result<Self> {
-        let mut file: File = OpenOptions::new()
-            .create(true)
-            .read(true)
-            .append(true)
-            .open(path)?;
-        let cut = match file.seek(SeekFrom::End(0))? {
-            0 => false,
-            len => {
-                let mut last = [0u8; 1];
-                file.seek(SeekFrom::Start(len - 1))?;
-                file.read_exact(&mut last)?;
-                last[0] != b'\n'
-            }
-        };
-        let mut sink = Self::with(Out::File(file));
-        sink.inner
-            .get_mut()
-            .unwrap_or_else(|p| p.into_inner())
-            .fresh_line = cut;
-        Ok(sink)
+        Self::append_with(path, &JsonLinesOptions::new())
     }
 
-    /// Writes to `out`, flushed after each record (a record that fails part
-    /// way cannot be taken back from a plain writer).
+    /// [`JsonLinesSink::append`] with `options`.
+    ///
+    /// # Errors
+    /// When the file cannot be opened or read, or the key file cannot be
+    /// used (an `io::Error` of kind `Other` wrapping the
+    /// [`AuditKeyError`](super::AuditKeyError)).
+    pub fn append_with(path: &Path, options: &JsonLinesOptions) -> io::Result<Self> {
+        let linker = options.linker()?;
+        let out = Out::open(path, &linker)?;
+        Ok(Self::with(out, linker))
+    }
+
+    /// Writes to `out`, a stream with a plain chain, flushed after each
+    /// record.
     pub fn new(out: impl Write + Send + 'static) -> Self {
-        Self::with(Out::Other(Box::new(out)))
+        Self::with(Out::Stream(StreamTrail::new(Box::new(out))), Linker::Plain)
     }
 
-    fn with(out: Out) -> Self {
+    /// [`JsonLinesSink::new`] with `options`.
+    ///
+    /// # Errors
+    /// When the key file cannot be used.
+    pub fn new_with(
+        out: impl Write + Send + 'static,
+        options: &JsonLinesOptions,
+    ) -> io::Result<Self> {
+        let linker = options.linker()?;
+        Ok(Self::with(
+            Out::Stream(StreamTrail::new(Box::new(out))),
+            linker,
+        ))
+    }
+
+    fn with(out: Out, linker: Linker) -> Self {
         Self {
             inner: Mutex::new(SinkState {
                 out,
-                fresh_line: false,
+                linker,
                 failures: 0,
                 last_error: None,
             }),
@@ -135,6 +195,19 @@ impl JsonLinesSink {
     pub fn failures(&self) -> (u64, Option<String>) {
         let state = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         (state.failures, state.last_error.clone())
+    }
+
+    fn write(&self, record: AuditRecord, durable: bool) -> Result<(), AuditError> {
+        let mut state = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let state = &mut *state;
+        state
+            .out
+            .append(record, &state.linker, durable)
+            .map_err(|e| {
+                state.failures += 1;
+                state.last_error = Some(e.to_string());
+                e.into()
+            })
     }
 }
 
@@ -147,57 +220,13 @@ impl fmt::Debug for JsonLinesSink {
     }
 }
 
-impl SinkState {
-    fn write(&mut self, line: &[u8]) -> io::Result<()> {
-        match &mut self.out {
-            Out::Other(out) => {
-                let result = out.write_all(line).and_then(|()| out.flush());
-                // Whatever part of it went out stays: the next starts afresh.
-                self.fresh_line |= result.is_err();
-                result
-            }
-            Out::File(file) => {
-                let before = file.metadata()?.len();
-                let result = file.write(line).and_then(|n| {
-                    (n == line.len()).then_some(()).ok_or_else(|| {
-                        io::Error::new(io::ErrorKind::WriteZero, "the record was written in part")
-                    })
-                });
-                if result.is_err() && file.set_len(before).is_err() {
-                    self.fresh_line = true;
-                }
-                result
-            }
-        }
-    }
-}
-
 impl AuditSink for JsonLinesSink {
     fn record(&self, record: AuditRecord) -> Result<(), AuditError> {
-        let mut line = match serde_json::to_vec(&record) {
-            Ok(line) => line,
-            Err(e) => format!(
-                r#"{{"event":"audit_unserialisable","error":{:?}}}"#,
-                e.to_string()
-            )
-            .into_bytes(),
-        };
-        line.push(b'\n');
-        let mut state = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        if state.fresh_line {
-            line.insert(0, b'\n');
-        }
-        match state.write(&line) {
-            Ok(()) => {
-                state.fresh_line = false;
-                Ok(())
-            }
-            Err(e) => {
-                state.failures += 1;
-                state.last_error = Some(e.to_string());
-                Err(e.into())
-            }
-        }
+        self.write(record, false)
+    }
+
+    fn record_durable(&self, record: AuditRecord) -> Result<(), AuditError> {
+        self.write(record, true)
     }
 }
 
@@ -205,6 +234,7 @@ impl AuditSink for JsonLinesSink {
 mod tests {
     use super::*;
     use crate::audit::{Audit, AuditEvent};
+    use serde_json::json;
 
     #[derive(Clone, Default)]
     struct Shared(Arc<Mutex<Vec<u8>>>);
@@ -252,6 +282,11 @@ mod tests {
         assert_eq!(lines[0]["session"], "s1");
         assert_eq!(lines[0]["turn"], "t1");
         assert!(lines[1].get("session").is_none());
+        // A stream is one chain from the genesis.
+        assert_eq!((&lines[0]["seq"], &lines[1]["seq"]), (&json!(1), &json!(2)));
+        assert_eq!(lines[0]["prev"], "0".repeat(64));
+        let first = text.lines().next().expect("a line");
+        assert_eq!(lines[1]["prev"], Linker::Plain.link(first.as_bytes()).hex());
         let time = lines[0]["time"].as_str().expect("time");
         assert!(humantime::parse_rfc3339(time).is_ok(), "{time}");
         let back: AuditRecord = serde_json::from_value(lines[0].clone()).expect("round trip");
@@ -267,26 +302,22 @@ mod tests {
 
     #[test]
     fn a_file_whose_last_line_was_cut_gets_the_next_record_on_a_line_of_its_own() {
-        let dir = std::env::temp_dir().join(format!("spear-audit-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("dir");
-        let path = dir.join("audit.jsonl");
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("audit.jsonl");
         std::fs::write(&path, "{\"event\":\"whole\"}\n{\"event\":\"cu").expect("write");
         let sink = JsonLinesSink::append(&path).expect("opens");
-        sink.record(AuditRecord {
-            time: crate::AuditTime::now(),
-            schema: crate::AUDIT_SCHEMA,
-            session: None,
-            turn: None,
-            event: refused(),
-        })
-        .expect("written");
+        Audit::new(Arc::new(sink))
+            .try_emit(refused())
+            .expect("written");
         let text = std::fs::read_to_string(&path).expect("read");
-        let _ = std::fs::remove_dir_all(&dir);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 3, "{text}");
         assert_eq!(lines[1], "{\"event\":\"cu");
         let last: serde_json::Value = serde_json::from_str(lines[2]).expect("a whole record");
         assert_eq!(last["event"], "provider_refused");
+        // Chained to the fragment, which stays for `verify` to name.
+        assert_eq!(last["seq"], 3);
+        assert_eq!(last["prev"], Linker::Plain.link(lines[1].as_bytes()).hex());
     }
 
     #[test]

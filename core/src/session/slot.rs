@@ -386,25 +386,36 @@ impl Slot {
     /// Closes the slot: a start in the background is abandoned (its kind
     /// stops what it started), and the ready provider, if any, is returned
     /// to be shut down.
-    pub(crate) fn close(&self) -> Option<Arc<dyn Provider>> {
+    pub(crate) fn close(&self) -> Closing {
         let mut state = lock(&self.state);
-        let provider = match std::mem::replace(&mut state.phase, Phase::Closed) {
+        let closing = match std::mem::replace(&mut state.phase, Phase::Closed) {
             Phase::Starting { task, .. } => {
                 if let Some(task) = task {
                     task.abort();
                 }
-                None
+                Closing::Abandoned
             }
             Phase::Ready(ready) => {
                 let _ = ready.ended.set(Ended::Closed);
-                Some(Arc::clone(&ready.provider))
+                Closing::Started(Arc::clone(&ready.provider))
             }
-            Phase::Idle | Phase::Failed(_) | Phase::Closed => None,
+            Phase::Idle | Phase::Failed(_) | Phase::Closed => Closing::Nothing,
         };
         drop(state);
         self.bump();
-        provider
+        closing
     }
+}
+
+/// What closing a slot left to do.
+pub(crate) enum Closing {
+    /// A started provider, to be shut down.
+    Started(Arc<dyn Provider>),
+    /// A start in the background was abandoned: its kind stops what it
+    /// started; its stop is still to be recorded.
+    Abandoned,
+    /// Nothing was running.
+    Nothing,
 }
 
 /// Connects `slot`'s provider, lists its tools and admits the usable ones.

@@ -306,15 +306,19 @@ impl Turn {
         let mode = &self.session.options.permission;
         if mode.allow_write(policy, &request).await {
             let cap = request.capability.clone();
-            let recorded = self.audit.try_emit(AuditEvent::WriteApproved {
+            let approval = AuditEvent::WriteApproved {
                 capability: request.capability,
                 arguments,
                 arguments_cut,
                 mode: ModeName::from(mode.name().to_owned()),
-            });
-            recorded
-                .is_err()
-                .then(|| messages::write_refused_audit_failing(&cap))
+            };
+            // On disk before the call is sent: synced, off the runtime's
+            // I/O threads, which a sync would hold.
+            let audit = self.audit.clone();
+            let recorded = tokio::task::spawn_blocking(move || audit.try_emit_durable(approval))
+                .await
+                .is_ok_and(|written| written.is_ok());
+            (!recorded).then(|| messages::write_refused_audit_failing(&cap))
         } else {
             Some(messages::write_refused_by_mode(cap, mode.name()))
         }
