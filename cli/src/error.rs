@@ -22,6 +22,9 @@ pub(crate) enum Failure {
     /// that failed, a provider unavailable, a call refused): nothing more
     /// to say. Exit 1.
     Said,
+    /// What it checked is broken (an audit trail `audit verify` read), or
+    /// could not be read: its output says where and why. Exit 2.
+    Broken,
     /// Standard output closed under it: 141 (128 + SIGPIPE) for a closed
     /// pipe, what a shell shows for `yes | head -1`'s writer; 1 for any
     /// other write error (said where it happened).
@@ -36,14 +39,14 @@ impl Failure {
     pub(crate) fn message(&self) -> Option<&str> {
         match self {
             Failure::Usage(message) | Failure::Refused(message) => Some(message),
-            Failure::Said | Failure::Closed(_) | Failure::Signal(_) => None,
+            Failure::Said | Failure::Broken | Failure::Closed(_) | Failure::Signal(_) => None,
         }
     }
 
     /// The process's exit status.
     pub(crate) fn exit_code(&self) -> ExitCode {
         match self {
-            Failure::Usage(_) => ExitCode::from(2),
+            Failure::Usage(_) | Failure::Broken => ExitCode::from(2),
             Failure::Refused(_) | Failure::Said => ExitCode::from(1),
             Failure::Closed(Closed { broken_pipe: true }) => ExitCode::from(141),
             Failure::Closed(Closed { broken_pipe: false }) => ExitCode::from(1),

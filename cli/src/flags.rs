@@ -12,6 +12,7 @@ use clap::Args;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use serde_json::{Value, json};
 use spear_capabilities::CAPABILITIES_FILE_VAR;
+use spear_capabilities::audit::JsonLinesOptions;
 use spear_capabilities::{
     Audit, JsonLinesSink, Name, Registry, RequestClass, Runtime, TurnContext, TurnKind, WritePolicy,
 };
@@ -195,7 +196,10 @@ pub(crate) struct ContextArgs {
     /// The runtime the turn runs on.
     #[arg(long, default_value = "current", value_parser = names::<Runtime>())]
     pub(crate) runtime: Runtime,
-    /// Append the audit trail to FILE as JSON Lines.
+    /// Append the audit trail to FILE as JSON Lines, each record chained
+    /// to the line before it (under the key in $SPEAR_AUDIT_KEY_FILE, when
+    /// set); a new FILE is readable by its owner only. A pipe works too.
+    /// `audit verify FILE` checks it.
     #[arg(long, value_name = "FILE")]
     pub(crate) audit: Option<PathBuf>,
     #[command(flatten)]
@@ -211,16 +215,19 @@ fn names<T: Name>() -> impl TypedValueParser<Value = T> {
 }
 
 impl ContextArgs {
-    /// The audit handle: the file given, else none.
+    /// The audit handle: the file given, chained under the key
+    /// `$SPEAR_AUDIT_KEY_FILE` names, if any; else none.
     pub(crate) fn audit(&self) -> Result<Audit, Failure> {
-        match &self.audit {
-            None => Ok(Audit::null()),
-            Some(p) => JsonLinesSink::append(p)
-                .map(|s| Audit::new(Arc::new(s)))
-                .map_err(|e| {
-                    Failure::Usage(format!("cannot open audit file {}: {e}", p.display()))
-                }),
+        let Some(path) = &self.audit else {
+            return Ok(Audit::null());
+        };
+        let mut options = JsonLinesOptions::new();
+        if let Some(key) = std::env::var_os(crate::audit::AUDIT_KEY_FILE_VAR) {
+            options = options.with_key_file(key);
         }
+        JsonLinesSink::append_with(path, &options)
+            .map(|s| Audit::new(Arc::new(s)))
+            .map_err(|e| Failure::Usage(format!("cannot open audit file {}: {e}", path.display())))
     }
 
     /// The `--project` flag as clap defines it, with its value name

@@ -15,6 +15,7 @@
 
 mod add;
 mod arguments;
+mod audit;
 mod check;
 mod completions;
 mod disable;
@@ -92,6 +93,7 @@ subcommands! {
     Enable => enable,
     Disable => disable,
     Remove => remove,
+    Audit => audit,
     Completions => completions,
     Man => man,
 }

@@ -34,6 +34,15 @@ pub(crate) enum Output {
     Turn,
 }
 
+/// This run's session id: runs that share a trail keep their records apart
+/// (`cli-<pid>-<milliseconds since the epoch>`).
+fn session_id() -> String {
+    let millis = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    format!("cli-{}-{millis}", std::process::id())
+}
+
 /// Loads the registry, opens a session on it and begins the turn the flags
 /// describe (starting, with `only`, just that provider of those it
 /// selects), as `output` says.
@@ -53,7 +62,7 @@ pub(crate) async fn open(
         report::say_refused(&registry);
     }
     let registry = Arc::new(registry);
-    let mut options = SessionOptions::new("cli", mode).with_audit(audit);
+    let mut options = SessionOptions::new(session_id(), mode).with_audit(audit);
     if let Some(wait) = ctx.wait.wait {
         options = options.with_start_wait(wait);
     }

@@ -113,3 +113,56 @@ pub fn no_tools_server(dir: &Path) -> Vec<PathBuf> {
             "error": {"code": -32601, "message": "method not found"}}}]}});
     script_server(dir, "no-tools", &body)
 }
+
+/// A capabilities file in `dir` with one global provider `fix`, the
+/// fixture server with `args`: `echo` is its READ (every other tool a
+/// WRITE, allowed).
+pub fn fixture_registry(dir: &Path, args: &[&str]) -> PathBuf {
+    let mut command = vec![sibling("spear-fixture-server").display().to_string()];
+    command.extend(args.iter().map(|a| (*a).to_owned()));
+    let file = dir.join("capabilities.json");
+    let body = serde_json::json!({"providers": [{"id": "fix", "command": command,
+        "scope": "global", "read": ["echo"], "write": "allow", "timeout": 10}]});
+    std::fs::write(&file, body.to_string()).expect("write");
+    file
+}
+
+/// The command lines of a turn with a READ, a WRITE and a READ.
+pub const READ_WRITE_READ: [&str; 5] = [
+    "spear-capability describe fix/echo",
+    r#"spear-capability invoke fix/echo '{"text": "one"}'"#,
+    "spear-capability describe fix/mixed",
+    "spear-capability invoke fix/mixed '{}'",
+    r#"spear-capability invoke fix/echo '{"text": "two"}'"#,
+];
+
+/// `turn` in project `p` over `registry`, auditing to `trail`, in auto
+/// mode, answering `commands`; not started yet.
+pub fn audited_turn(registry: &Path, trail: &Path, commands: &[&str]) -> Command {
+    let mut command = Command::new(CLI);
+    command
+        .args(["turn", "--project", "p", "--mode", "auto", "--capabilities"])
+        .arg(registry)
+        .arg("--audit")
+        .arg(trail)
+        .env_remove("SPEAR_CAPABILITIES_FILE")
+        .env_remove("SPEAR_AUDIT_KEY_FILE")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null());
+    for c in commands {
+        command.args(["--command", c]);
+    }
+    command
+}
+
+/// `audit verify` of `files` with `args` (no key unless given).
+pub fn audit_verify(files: &[&Path], args: &[&str]) -> Output {
+    Command::new(CLI)
+        .args(["audit", "verify"])
+        .args(files)
+        .args(args)
+        .env_remove("SPEAR_AUDIT_KEY_FILE")
+        .stdin(Stdio::null())
+        .output()
+        .expect("runs")
+}
