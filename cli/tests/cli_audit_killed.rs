@@ -88,6 +88,27 @@ fn size(path: &Path) -> u64 {
     std::fs::metadata(path).map_or(0, |m| m.len())
 }
 
+/// Runs `runs` turns of `registry` into `trail`, each killed the moment
+/// its failure record starts to land: the trail grows by more than any
+/// other record of the run.
+fn kill_as_the_record_lands(registry: &Path, trail: &Path, runs: usize) {
+    let list = ["spear-capability list"];
+    for run in 0..runs {
+        let before = size(trail);
+        let mut child = quiet(&mut audited_turn(registry, trail, &list));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while size(trail) < before + 4096 && Instant::now() < deadline {
+            if child.try_wait().expect("waits").is_some() {
+                break;
+            }
+            std::thread::yield_now();
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(size(trail) > before, "run {run} wrote nothing");
+    }
+}
+
 #[test]
 fn a_long_failure_record_is_never_torn_by_a_kill() {
     let dir = tempfile::tempdir().expect("dir");
@@ -97,40 +118,32 @@ fn a_long_failure_record_is_never_torn_by_a_kill() {
         dir.path(),
         &["--stderr-bytes", "70000", "--version", "1999-01-01"],
     );
-    let trail = dir.path().join("a.jsonl");
-    let list = ["spear-capability list"];
-    // Each run is killed the moment its failure record starts to land:
-    // the trail grows by more than any other record of the run.
-    for run in 0..200 {
-        let before = size(&trail);
-        let mut child = quiet(&mut audited_turn(&registry, &trail, &list));
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while size(&trail) < before + 4096 && Instant::now() < deadline {
-            if child.try_wait().expect("waits").is_some() {
-                break;
-            }
-            std::thread::yield_now();
+    // 200 runs, in two lanes of 100, each lane its own trail.
+    let trails = [dir.path().join("a.jsonl"), dir.path().join("b.jsonl")];
+    std::thread::scope(|lanes| {
+        for trail in &trails {
+            let registry = &registry;
+            lanes.spawn(move || kill_as_the_record_lands(registry, trail, 100));
         }
-        let _ = child.kill();
-        let _ = child.wait();
-        assert!(size(&trail) > before, "run {run} wrote nothing");
-    }
-    let bytes = std::fs::read(&trail).expect("reads");
+    });
     let mut failures = 0;
-    for (n, line) in bytes.split(|&b| b == b'\n').enumerate() {
-        if line.iter().all(|&b| b == b' ') {
-            continue;
+    for trail in &trails {
+        let bytes = std::fs::read(trail).expect("reads");
+        for (n, line) in bytes.split(|&b| b == b'\n').enumerate() {
+            if line.iter().all(|&b| b == b' ') {
+                continue;
+            }
+            let record: serde_json::Value = serde_json::from_slice(line)
+                .unwrap_or_else(|e| panic!("{}: line {} is torn ({e})", trail.display(), n + 1));
+            failures += usize::from(record["event"] == "provider_failed");
         }
-        let record: serde_json::Value =
-            serde_json::from_slice(line).unwrap_or_else(|e| panic!("line {} is torn ({e})", n + 1));
-        failures += usize::from(record["event"] == "provider_failed");
+        let (code, said) = verify_code(trail);
+        assert!(matches!(code, Some(0 | 1)), "{said}");
     }
     assert!(
         failures >= 100,
         "only {failures} of 200 failure records were written"
     );
-    let (code, said) = verify_code(&trail);
-    assert!(matches!(code, Some(0 | 1)), "{said}");
 }
 
 #[test]

@@ -169,7 +169,14 @@ fn each_audit_example_is_a_record_of_its_event() {
     unique.dedup();
     assert_eq!(unique.len(), names.len(), "one record of each kind");
     // Every kind of `AuditEvent`, once.
-    assert_eq!(names.len(), 17);
+    assert_eq!(names.len(), 19);
+    // And a trail as the sink writes it: one whole chain, its session ended.
+    let verdict = spear_capabilities::audit::verify(jsonl[0].as_bytes(), None);
+    assert_eq!(
+        verdict.status(),
+        spear_capabilities::audit::TrailStatus::Whole,
+        "{verdict:?}"
+    );
 }
 
 #[test]
