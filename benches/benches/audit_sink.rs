@@ -29,34 +29,41 @@ struct Row {
     stderr: usize,
 }
 
-const ROWS: [Row; 4] = [
+const ROWS: [Row; 5] = [
     Row {
         name: "plain",
         records: 20_000,
         keyed: false,
         synced: false,
-        long: false,
+        stderr: 0,
     },
     Row {
         name: "keyed",
         records: 20_000,
         keyed: true,
         synced: false,
-        long: false,
+        stderr: 0,
     },
     Row {
         name: "synced",
         records: 300,
         keyed: false,
         synced: true,
-        long: false,
+        stderr: 0,
+    },
+    Row {
+        name: "5 KiB record",
+        records: 1000,
+        keyed: false,
+        synced: false,
+        stderr: 5_000,
     },
     Row {
         name: "64 KiB record",
         records: 300,
         keyed: false,
         synced: false,
-        long: true,
+        stderr: 65_536,
     },
 ];
 
@@ -82,13 +89,13 @@ fn invoked() -> AuditEvent {
     .expect("an event")
 }
 
-fn failed() -> AuditEvent {
+fn failed(stderr: usize) -> AuditEvent {
     AuditEvent::ProviderFailed {
         provider: "tracker".into(),
         reason: spear_capabilities::UnavailableReason::ProtocolError,
         message: format!(
             "provider `tracker` broke the protocol; stderr: {}",
-            "e".repeat(65_536)
+            "e".repeat(stderr)
         ),
     }
 }
