@@ -10,26 +10,31 @@
 //! `spear-capability` is recognized where a shell would run it (SPEAR manual,
 //! 3.6.2): as the first word of the line, or as the first word after an
 //! unquoted `;`, `&`, `|`, newline, `(`, backquote or `$(` (so also after `&&`,
-//! `||`, `|&`, `;;`, and inside `"$(...)"`). A word there counts when a shell's
+//! `||`, `|&`, `;;`, and inside `"$(...)"`). A `$(` or backquote counts
+//! wherever bash substitutes it: within double quotes, and in the body of a
+//! here-document whose delimiter is unquoted (`<<EOF`, `<<-EOF`), also
+//! inside `${...}` and `$((...))` there. A word there counts when a shell's
 //! quote removal turns it into `spear-capability` (`'spear-capability'`,
 //! `spear\-capability`, `sp""ear-capability`). Anywhere else it is ordinary
 //! text: an argument (`grep spear-capability notes.md`), inside a larger
-//! quoted string, in a comment, in a here-document body, or as part of a
-//! longer word (`./spear-capability`, `spear-capability2`).
+//! quoted string, in a comment, as a line of a here-document's body, in the
+//! body of a quoted delimiter (`<<'EOF'`, `<<"EOF"`, `<<\EOF`), or as part of
+//! a longer word (`./spear-capability`, `spear-capability2`,
+//! `\rspear-capability`: a carriage return is a character, as in bash).
 //!
 //! Positions a shell would also run but the manual does not list are *not*
 //! recognized, on purpose, so that the rule stays the manual's: after an
 //! assignment (`VAR=1 spear-capability`), a reserved word or a brace
 //! (`{ spear-capability ...; }`, `! ...`, `then ...`), a prefix command
 //! (`time ...`, `sudo ...`), a redirection (`>out spear-capability`) or a `)`
-//! (a `case` pattern). A here-document body is data, even where a shell would
-//! expand `$(...)` in it, and nothing inside `$((...))`, `((...))` or an
-//! array's `(...)` is a command.
+//! (a `case` pattern). Nothing inside `$((...))`, `((...))` or an array's
+//! `(...)` is a command, but for what a `$(` there holds.
 //!
-//! Once recognized, the command must stand alone on its line: only the
+//! Once recognized, the command must stand alone on one line: only the
 //! `spear-capability` words, nothing before or after on any line, comments
-//! included (blank lines and white space around it do not matter, nor does a
-//! `\r\n` line ending; a quoted argument may span lines).
+//! included, and no line break inside it, neither in a quoted word nor by a
+//! backslash-newline (blank lines and white space around it do not matter,
+//! nor does a `\r\n` line ending).
 //! Its words are split as a shell splits them (quotes removed, escapes
 //! applied) but never expanded: `$HOME`, `~`, `*`, `{a,b}` and `$(...)` stay
 //! literal. The forms are
@@ -70,7 +75,7 @@ mod recognizer;
 mod simple;
 mod token;
 
-pub use lexer::lex;
+pub use lexer::{MAX_NESTED_BODIES, lex};
 pub use recognizer::{recognize, recognize_unfiltered};
 pub use token::{Construct, Lexed, Token, TokenKind, Unterminated};
 

@@ -20,7 +20,8 @@ use spear_capabilities::internals::command::{Recognized, recognize, recognize_un
 /// What SPEAR does with a row's line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Ours {
-    /// Answered by SPEAR (here always refused: it does not stand alone).
+    /// Answered by SPEAR (here always refused: it does not stand alone, or
+    /// not on one line).
     Refused,
     /// Handed to the shell.
     Shell,
@@ -109,6 +110,218 @@ const ROWS: &[(&str, bool, Ours)] = &[
         false,
         Shell,
     ),
+    // The body of an unquoted here-document: bash runs what `$(` and
+    // backquotes hold in it, also inside `${...}`, `$((...))` and `$[...]`,
+    // whatever quotes or `#` stand around them (they are text there).
+    ("cat <<EOF\n$(spear-capability list)\nEOF", true, Refused),
+    (
+        "cat <<-EOF\n\t$(spear-capability list)\n\tEOF",
+        true,
+        Refused,
+    ),
+    ("cat <<EOF\n`spear-capability list`\nEOF", true, Refused),
+    (
+        "cat <<EOF\n${x:-$(spear-capability list)}\nEOF",
+        true,
+        Refused,
+    ),
+    (
+        "cat <<EOF\n$((1+$(spear-capability list)))\nEOF",
+        true,
+        Refused,
+    ),
+    (
+        "cat <<EOF\n$[1+$(spear-capability list)]\nEOF",
+        true,
+        Refused,
+    ),
+    (
+        "cat <<EOF\n${x:-`spear-capability list`}\nEOF",
+        true,
+        Refused,
+    ),
+    (
+        "cat <<EOF\n${x:-${y:-$(spear-capability list)}}\nEOF",
+        true,
+        Refused,
+    ),
+    (
+        "cat <<EOF\n${x:-'$(spear-capability list)'}\nEOF",
+        true,
+        Refused,
+    ),
+    (
+        "cat <<EOF\n${x:-\"$(spear-capability list)\"}\nEOF",
+        true,
+        Refused,
+    ),
+    (
+        "cat <<EOF\n\"$(spear-capability list)\"\nEOF",
+        true,
+        Refused,
+    ),
+    ("cat <<EOF\n'$(spear-capability list)'\nEOF", true, Refused),
+    ("cat <<EOF\n# $(spear-capability list)\nEOF", true, Refused),
+    (
+        "cat <<EOF\n' \" $(spear-capability list)\nEOF",
+        true,
+        Refused,
+    ),
+    (
+        "cat <<EOF\n\\\\$(spear-capability list)\nEOF",
+        true,
+        Refused,
+    ),
+    (
+        "cat <<EOF\nx\\\n$(spear-capability list)\nEOF",
+        true,
+        Refused,
+    ),
+    (
+        "cat <<EOF\n$(\\\nspear-capability list)\nEOF",
+        true,
+        Refused,
+    ),
+    (
+        "cat <<EOF\n$(spear-capab\\\nility list)\nEOF",
+        true,
+        Refused,
+    ),
+    (
+        "cat <<EOF\n$(echo a\nspear-capability list)\nEOF",
+        true,
+        Refused,
+    ),
+    (
+        "cat <<EOF\n$(echo; spear-capability list)\nEOF",
+        true,
+        Refused,
+    ),
+    (
+        "cat <<EOF\n$(echo ')'; spear-capability list)\nEOF",
+        true,
+        Refused,
+    ),
+    (
+        "cat <<EOF\n$( (spear-capability list) )\nEOF",
+        true,
+        Refused,
+    ),
+    (
+        "cat <<EOF\n$(x=$(spear-capability list))\nEOF",
+        true,
+        Refused,
+    ),
+    (
+        "cat <<EOF\n`echo \\`spear-capability list\\``\nEOF",
+        true,
+        Refused,
+    ),
+    (
+        "cat <<EOF\r\n$(spear-capability list)\r\nEOF\r\n",
+        true,
+        Refused,
+    ),
+    (
+        "cat <<a$(b)c\n$(spear-capability list)\na$(b)c",
+        true,
+        Refused,
+    ),
+    (
+        "cat <<A <<B\n$(spear-capability list)\nA\nx\nB",
+        true,
+        Refused,
+    ),
+    (
+        "cat <<EOF\n$(cat <<X\nX\nspear-capability list)\nEOF",
+        true,
+        Refused,
+    ),
+    (
+        "echo $(cat <<EOF\n$(spear-capability list)\nEOF\n)",
+        true,
+        Refused,
+    ),
+    (
+        "x=$(cat <<EOF\n$(spear-capability list)\nEOF\n)",
+        true,
+        Refused,
+    ),
+    // A body ends at its delimiter's line, whatever is open in it.
+    (
+        "cat <<EOF\n$(echo a\nEOF\nspear-capability list\n)\nEOF",
+        true,
+        Refused,
+    ),
+    (
+        "cat <<EOF\n$(echo \"\nEOF\n\"; spear-capability list)\nEOF",
+        false,
+        Shell,
+    ),
+    // On the side of more: bash does not run a substitution a body leaves
+    // open; SPEAR answers the line all the same.
+    ("cat <<EOF\n$(spear-capability list\nEOF", false, Refused),
+    // A quoted delimiter, any part of it, makes the body data; so does an
+    // escaped `$`, a `\`-newline joining a word, arithmetic, a nested
+    // quoted body, an argument.
+    ("cat <<'EOF'\n$(spear-capability list)\nEOF", false, Shell),
+    ("cat <<\"EOF\"\n$(spear-capability list)\nEOF", false, Shell),
+    ("cat <<\\EOF\n$(spear-capability list)\nEOF", false, Shell),
+    ("cat <<E\"O\"F\n$(spear-capability list)\nEOF", false, Shell),
+    ("cat <<E'O'F\n`spear-capability list`\nEOF", false, Shell),
+    (
+        "cat <<-'EOF'\n\t$(spear-capability list)\n\tEOF",
+        false,
+        Shell,
+    ),
+    ("cat <<EOF\n\\$(spear-capability list)\nEOF", false, Shell),
+    ("cat <<EOF\n\\`spear-capability list`\nEOF", false, Shell),
+    (
+        "cat <<EOF\n$(echo \\\nspear-capability list)\nEOF",
+        false,
+        Shell,
+    ),
+    ("cat <<EOF\n$((spear-capability))\nEOF", false, Shell),
+    (
+        "cat <<EOF\n$(echo spear-capability list)\nEOF",
+        false,
+        Shell,
+    ),
+    (
+        "cat <<EOF\n$(cat <<X\nspear-capability list\nX\n)\nEOF",
+        false,
+        Shell,
+    ),
+    (
+        "cat <<'A' <<B\n$(spear-capability list)\nA\nx\nB",
+        false,
+        Shell,
+    ),
+    (
+        "cat <<A <<'B'\nx\nA\n$(spear-capability list)\nB",
+        false,
+        Shell,
+    ),
+    // Within double quotes too, bash runs a `$(` between single quotes
+    // inside `${...}`; unquoted, the single quotes quote it.
+    ("echo \"${x:-'$(spear-capability list)'}\"", true, Refused),
+    (
+        "echo \"${x:-'\"'$(spear-capability list)'\"'}\"",
+        true,
+        Refused,
+    ),
+    ("echo ${x:-'$(spear-capability list)'}", false, Shell),
+    // A carriage return is an ordinary character to bash, not a blank.
+    ("\rspear-capability list", false, Shell),
+    (" \r spear-capability list", false, Shell),
+    ("spear-capability\rlist", false, Shell),
+    ("cd /tmp;\rspear-capability list", false, Shell),
+    ("echo x\r\nspear-capability list", true, Refused),
+    ("echo x \rspear-capability list", false, Shell),
+    // One line: bash runs these; SPEAR refuses them, saying so.
+    ("spear-capability invoke a/b '{\n}'", true, Refused),
+    ("spear-capability \\\nlist", true, Refused),
+    ("spear-\\\ncapability list", true, Refused),
 ];
 
 /// Runs `line` with `bash -c` and says whether it ran `spear-capability`.
@@ -157,7 +370,12 @@ fn a_line_bash_would_run_it_on_is_never_handed_to_the_shell() {
         assert_eq!(got, recognize_unfiltered(line), "pre-filter on {line:?}");
         let seen = match &got {
             Recognized::NotOurs => Shell,
-            Recognized::Ours(Err(r)) if r.message().contains("must stand alone") => Refused,
+            Recognized::Ours(Err(r))
+                if r.message().contains("must stand alone")
+                    || r.message().contains("must stand on one line") =>
+            {
+                Refused
+            }
             Recognized::Ours(_) => {
                 wrong.push(format!("{line:?}: {got:?}"));
                 continue;

@@ -319,6 +319,36 @@ proptest! {
         prop_assert!(recognize(&line).is_ours(), "{:?}", line);
     }
 
+    /// In a here-document's body, a substitution of the command is ours
+    /// (refused: it does not stand alone) exactly when the delimiter is
+    /// unquoted, whatever text, quotes or `#` stand around it.
+    #[test]
+    fn a_body_substitution_is_ours_exactly_when_the_delimiter_is_unquoted(
+        quote in select(&["", "'", "\"", "\\"][..]),
+        dash in select(&["", "-"][..]),
+        before in "[a-z '\"#;|&(){}<>\n\t]{0,24}",
+        form in select(&[
+            "$(spear-capability list)",
+            "`spear-capability list`",
+            "${x:-$(spear-capability list)}",
+            "$((1+$(spear-capability list)))",
+            "$(echo\nspear-capability list)",
+        ][..]),
+        after in "[a-z '\"#;|&(){}<>\n\t]{0,24}",
+    ) {
+        let close = if quote == "\\" { "" } else { quote };
+        let line = format!("cat <<{dash}{quote}EOF{close}\n{before}{form}{after}\nEOF\n");
+        let got = recognize(&line);
+        prop_assert_eq!(&got, &recognize_unfiltered(&line));
+        match got {
+            Recognized::Ours(Err(r)) if quote.is_empty() => {
+                prop_assert!(r.message().contains("must stand alone"), "{:?}: {}", line, r);
+            }
+            Recognized::NotOurs if !quote.is_empty() => {}
+            other => prop_assert!(false, "{:?}: {:?}", line, other),
+        }
+    }
+
     /// A line where no word becomes `spear-capability` after quote removal
     /// is never ours; one where a command's first word does always is.
     #[test]

@@ -68,6 +68,7 @@ fn check(rows: &[(&str, Expect)]) {
 }
 
 const ALONE: &str = "must stand alone on its line";
+const ONE_LINE: &str = "must stand on one line";
 
 /// "as the first word": leading white space and blank lines do not matter,
 /// nor do trailing ones or Windows line endings.
@@ -89,8 +90,6 @@ const FIRST_WORD: &[(&str, Expect)] = &[
     ("\r\nspear-capability list\r\n", List),
     ("spear-capability list   ", List),
     ("spear-capability list\n\n\n", List),
-    ("spear-capability list \\\n", List),
-    ("spear-capability \\\nlist", List),
     // Only a newline continues a line: before `\r\n` a backslash quotes
     // the carriage return, so bash runs the id as a command of its own.
     (
@@ -224,7 +223,8 @@ const QUOTE_REMOVAL: &[(&str, Expect)] = &[
     ("sp''ear-capability list", List),
     ("\"spear\"-'capability' list", List),
     ("s\\p\\e\\a\\r\\-\\c\\a\\p\\a\\b\\i\\l\\i\\t\\y list", List),
-    ("spear-\\\ncapability list", List),
+    // Recognized (bash joins the lines), then refused: not on one line.
+    ("spear-\\\ncapability list", Refused(ONE_LINE)),
     ("$'spear-capability' list", List),
     ("$'\\x73pear-capability' list", List),
     ("$'\\163pear-capability' list", List),
@@ -314,7 +314,46 @@ const COMMENTS_AND_HEREDOCS: &[(&str, Expect)] = &[
     ("cat <<'EOF'\nspear-capability list\nEOF", Shell),
     ("cat << \"EOF\"\nspear-capability list\nEOF", Shell),
     ("cat <<-EOF\n\tspear-capability list\n\tEOF\n", Shell),
-    ("cat <<EOF\n$(spear-capability list)\nEOF", Shell),
+    ("cat <<'EOF'\n$(spear-capability list)\nEOF", Shell),
+    ("cat <<\"EOF\"\n$(spear-capability list)\nEOF", Shell),
+    ("cat <<\\EOF\n$(spear-capability list)\nEOF", Shell),
+    ("cat <<E'O'F\n`spear-capability list`\nEOF", Shell),
+    ("cat <<EOF\n\\$(spear-capability list)\nEOF", Shell),
+    (
+        "cat <<EOF\n$(cat <<X\nspear-capability list\nX\n)\nEOF",
+        Shell,
+    ),
+    ("cat <<EOF\n$(echo spear-capability list)\nEOF", Shell),
+    ("cat <<EOF\n$((spear-capability))\nEOF", Shell),
+    // In an unquoted body bash runs what `$(` and backquotes hold, in
+    // `${...}` and `$((...))` too: recognized, and refused, since the
+    // command does not stand alone.
+    (
+        "cat <<EOF\n$(spear-capability list)\nEOF",
+        Refused("`cat <<EOF $(` comes before it"),
+    ),
+    (
+        "cat <<-EOF\n\t$(spear-capability list)\n\tEOF",
+        Refused(ALONE),
+    ),
+    ("cat <<EOF\n`spear-capability list`\nEOF", Refused(ALONE)),
+    (
+        "cat <<EOF\n${x:-$(spear-capability list)}\nEOF",
+        Refused(ALONE),
+    ),
+    (
+        "cat <<EOF\n$((1+$(spear-capability list)))\nEOF",
+        Refused(ALONE),
+    ),
+    ("cat <<EOF\n'$(spear-capability list)'\nEOF", Refused(ALONE)),
+    (
+        "cat <<EOF\n# \"$(spear-capability list)\nEOF",
+        Refused(ALONE),
+    ),
+    (
+        "x=$(cat <<EOF\n$(spear-capability list)\nEOF\n)",
+        Refused(ALONE),
+    ),
     ("cat <<EOF | grep x\nspear-capability list\nEOF", Shell),
     (
         "cat <<A <<B\nspear-capability list\nA\nspear-capability list\nB\n",
@@ -448,6 +487,37 @@ const STAND_ALONE: &[(&str, Expect)] = &[
         "ls; spear-capability list; ls",
         Refused("`ls;` comes before it"),
     ),
+    // "on one line": a quoted line break or a backslash-newline inside the
+    // command is refused, whatever the JSON would parse to.
+    (
+        "spear-capability invoke a/b '{\n  \"q\": \"multi\",\n  \"n\": 2\n}'",
+        Refused(ONE_LINE),
+    ),
+    (
+        "spear-capability invoke a/b '{\"q\":\n1}'\n\n",
+        Refused(ONE_LINE),
+    ),
+    (
+        "spear-capability invoke a/b \"{\\\"q\\\":\n1}\"",
+        Refused(ONE_LINE),
+    ),
+    ("spear-capability invoke a/b $'{\n}'", Refused(ONE_LINE)),
+    (
+        "spear-capability invoke a/b '{\"q\":\r\n1}'",
+        Refused(ONE_LINE),
+    ),
+    ("spear-capability list \\\n", Refused(ONE_LINE)),
+    ("spear-capability \\\nlist", Refused(ONE_LINE)),
+    ("spear-capability invoke \\\n a/b '{}'", Refused(ONE_LINE)),
+    ("spear-capability invoke a/b \\\n'{}'\n", Refused(ONE_LINE)),
+    ("spear-capability invoke a/b '{}' \\\n\n", Refused(ONE_LINE)),
+    // A line break elsewhere is not the command's: blank lines around it,
+    // a quoted one inside an escape (`$'\n'` is two characters), `\r\n`.
+    ("\n\nspear-capability list\n\n", List),
+    (
+        "spear-capability invoke a/b $'{\"q\": \"a\\\\nb\"}'\r\n",
+        Invoke("a/b", r#"{"q": "a\nb"}"#),
+    ),
 ];
 
 /// "its words are split but never expanded".
@@ -526,10 +596,6 @@ const SPLIT_NEVER_EXPANDED: &[(&str, Expect)] = &[
         Invoke("a/b", r#"{"q": "a\nb"}"#),
     ),
     (
-        "spear-capability invoke a/b '{\n  \"q\": \"multi\",\n  \"n\": 2\n}'",
-        Invoke("a/b", r#"{"q": "multi", "n": 2}"#),
-    ),
-    (
         "spear-capability invoke a/b '{\"名前\": \"値 ✓\"}'",
         Invoke("a/b", r#"{"名前": "値 ✓"}"#),
     ),
@@ -562,7 +628,7 @@ const SPLIT_NEVER_EXPANDED: &[(&str, Expect)] = &[
         Invoke("a/b", r#"{"q": 1}"#),
     ),
     (
-        "spear-capability invoke a/b '{\"q\":\n1}'\n\n",
+        "spear-capability invoke a/b '{\"q\": 1}'\n\n",
         Invoke("a/b", r#"{"q": 1}"#),
     ),
 ];
@@ -650,8 +716,8 @@ const REFUSALS_TEACH: &[(&str, Expect)] = &[
         Refused("line 1 column 6"),
     ),
     (
-        "spear-capability invoke a/b '{\"x\":1,\n\"y\"}'",
-        Refused("line 2 column 4"),
+        "spear-capability invoke a/b '{\"x\":1, \"y\"}'",
+        Refused("line 1 column 12"),
     ),
     (
         "spear-capability invoke a/b '[1,2]'",

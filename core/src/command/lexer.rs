@@ -3,13 +3,17 @@
 //! position.
 //!
 //! It knows single, double and `$'...'` quotes, backslash escapes and line
-//! continuations, comments, here-documents (their bodies are data, ended
-//! where bash ends them), the control and redirection operators, subshells,
-//! `$(...)`, `$((...))`, `$[...]`, array subscripts where an assignment may
-//! stand, backquotes and `${...}`. It expands nothing. Where it departs from
-//! bash it is on the side of seeing more commands, never fewer (a lone
-//! carriage return is a blank, `\r\n` ends a line): a line on which bash
-//! would run `spear-capability` is never read as data
+//! continuations, comments, here-documents (their bodies ended where bash
+//! ends them; a quoted delimiter's body is data, an unquoted one's is read
+//! for the substitutions bash runs in it), the control and redirection
+//! operators, subshells, `$(...)`, `$((...))`, `$[...]`, array subscripts
+//! where an assignment may stand, backquotes and `${...}`. It expands
+//! nothing. A carriage return is an ordinary character, as in bash, but
+//! for `\r\n` and a `\r` that ends the line, which end a line. Where it
+//! departs from bash it is on the side of seeing more commands, never fewer
+//! (`\r\n` ends a line; a substitution bash would refuse to run because it
+//! is left open in a here-document's body is read all the same): a line on
+//! which bash would run `spear-capability` is never read as data
 //! (`core/tests/command_bash.rs` asks bash itself). `shell-words` and `shlex`
 //! cannot tell a quoted `";"` from a bare one, which is the whole question.
 //!
@@ -29,6 +33,7 @@ mod subscript;
 mod substitution;
 
 use heredoc::Heredoc;
+pub use heredoc::MAX_NESTED_BODIES;
 use subscript::is_assignment;
 
 /// Lexes one command line.
@@ -47,6 +52,8 @@ pub fn lex(line: &str) -> Lexed {
         heredocs: Vec::new(),
         backquotes: 0,
         after_for: false,
+        base: 0,
+        bodies: 0,
     };
     lexer.out.tokens.reserve(16);
     lexer.out.reserve_texts(line.len());
@@ -74,6 +81,8 @@ const fn specials(list: &[u8]) -> Specials {
 const UNQUOTED: Specials = specials(b" \t\r\n'\"\\$`;&|()<>[]");
 const DQUOTED: Specials = specials(b"\"\\$`");
 const BRACED: Specials = specials(b"\"{}'\\$`");
+/// In the body of a here-document whose delimiter is unquoted.
+const BODY: Specials = specials(b"\\$`");
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum FrameKind {
@@ -97,6 +106,9 @@ enum FrameKind {
     /// `name[ ... ]` where an assignment may stand: an array subscript,
     /// part of the word (bash reads it as one piece, blanks and all).
     Subscript,
+    /// The body of a here-document whose delimiter is unquoted: text, but
+    /// for the substitutions bash runs in it.
+    Body,
 }
 
 impl FrameKind {
@@ -113,13 +125,14 @@ impl FrameKind {
                 | FrameKind::Arith
                 | FrameKind::Bracket
                 | FrameKind::Subscript
+                | FrameKind::Body
                 | FrameKind::Subshell { nocmd: true }
         )
     }
 
     fn construct(self) -> Construct {
         match self {
-            FrameKind::Top | FrameKind::Subshell { .. } | FrameKind::Array => {
+            FrameKind::Top | FrameKind::Subshell { .. } | FrameKind::Array | FrameKind::Body => {
                 Construct::Parenthesis
             }
             FrameKind::Dollar => Construct::CommandSubstitution,
@@ -177,6 +190,9 @@ struct Word {
     brace_at: usize,
     /// A double quote opened inside `${...}`.
     brace_dquote: bool,
+    /// A single quote opened inside `${...}` where bash still substitutes
+    /// within it (the word is double-quoted, or a here-document's body).
+    brace_squote: bool,
 }
 
 #[derive(Debug)]
@@ -195,6 +211,11 @@ struct Lexer<'a> {
     /// The last token was the word `for` in command position: `((` opens
     /// arithmetic.
     after_for: bool,
+    /// The depth of the bottom frame: 0, or in a here-document's body the
+    /// depth of the here-document.
+    base: usize,
+    /// How many here-document bodies this lexer is inside.
+    bodies: usize,
 }
 
 impl Lexer<'_> {
@@ -209,7 +230,7 @@ impl Lexer<'_> {
     }
 
     fn depth(&self) -> usize {
-        self.frames.len() - 1
+        self.base + self.frames.len() - 1
     }
 
     fn word(&mut self) -> &mut Word {
@@ -227,6 +248,7 @@ impl Lexer<'_> {
                 brace_depth: 0,
                 brace_at: 0,
                 brace_dquote: false,
+                brace_squote: false,
             });
         }
         frame.word.as_mut().expect("just set")
@@ -289,9 +311,14 @@ impl Lexer<'_> {
 
     /// One step of the state machine, chosen by the innermost frame's word.
     fn step(&mut self) {
-        match self.frames.last().and_then(|f| f.word.as_ref()) {
+        let frame = self
+            .frames
+            .last()
+            .expect("the bottom frame is never popped");
+        match &frame.word {
             Some(w) if w.brace_depth > 0 => self.step_brace(),
             Some(w) if w.dquote.is_some() => self.step_dquote(),
+            _ if frame.kind == FrameKind::Body => self.step_body(),
             _ => self.step_unquoted(),
         }
     }
@@ -303,15 +330,21 @@ impl Lexer<'_> {
                 self.end_word();
                 self.pos += 1;
             }
-            // Bash reads a here-document's delimiter with its carriage
-            // returns; elsewhere one is a blank, `\r\n` a line's end.
+            // Bash reads a carriage return as an ordinary character (so
+            // `\rspear-capability` is not the name); here `\r\n` ends a
+            // line too, and so does a `\r` at the end, but not in a
+            // here-document's delimiter, which bash compares with them.
             b'\r' if self.delimiter_next() => {
                 self.word().text.push('\r');
                 self.pos += 1;
             }
             b'\r' if self.byte(self.pos + 1) == Some(b'\n') => self.newline(2),
-            b'\r' => {
+            b'\r' if self.pos + 1 == self.src.len() => {
                 self.end_word();
+                self.pos += 1;
+            }
+            b'\r' => {
+                self.word().text.push('\r');
                 self.pos += 1;
             }
             b'\n' => self.newline(1),
@@ -357,14 +390,32 @@ impl Lexer<'_> {
         }
     }
 
-    /// Appends the run of ordinary characters at `pos` to the word.
-    fn plain_run(&mut self, specials: &Specials) {
+    /// In an unquoted here-document's body only `\\`, `$` and the
+    /// backquote mean anything: quotes, `#` and operators are text.
+    fn step_body(&mut self) {
+        match self.src.as_bytes()[self.pos] {
+            b'\\' => self.backslash(true),
+            b'$' => self.dollar(true),
+            b'`' => self.backquote(),
+            // Text: nothing of it is kept, the body's word is never read.
+            _ => self.pos += self.run(&BODY),
+        }
+    }
+
+    /// The length of the run of ordinary characters at `pos`, at least 1.
+    fn run(&self, specials: &Specials) -> usize {
         let at = self.pos;
-        let run = self.src.as_bytes()[at..]
+        self.src.as_bytes()[at..]
             .iter()
             .position(|&b| specials[usize::from(b)])
             .unwrap_or(self.src.len() - at)
-            .max(1);
+            .max(1)
+    }
+
+    /// Appends the run of ordinary characters at `pos` to the word.
+    fn plain_run(&mut self, specials: &Specials) {
+        let at = self.pos;
+        let run = self.run(specials);
         let text = &self.src[at..at + run];
         self.word().text.push_str(text);
         self.pos = at + run;
@@ -416,7 +467,12 @@ impl Lexer<'_> {
                 self.unterminated(construct, at);
             }
             if self.frames.len() == 1 {
-                self.end_word();
+                // A body's word is its text, which nothing reads.
+                if self.frame().kind == FrameKind::Body {
+                    self.frame().word = None;
+                } else {
+                    self.end_word();
+                }
                 return;
             }
             let frame = self.frames.last().expect("more than one frame");

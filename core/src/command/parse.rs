@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::token::{Lexed, TokenKind};
-use super::{COMMAND_NAME, CapabilityId, Command, Refusal};
+use super::{COMMAND_NAME, CapabilityId, Command, MAX_NESTED_BODIES, Refusal};
 
 const LIST: &str = "spear-capability list";
 const DESCRIBE: &str = "spear-capability describe <provider>/<tool> [<property>...]";
@@ -34,11 +34,17 @@ pub(super) fn parse(line: &str, lexed: &Lexed, name: usize) -> Result<Command, R
         .filter(|t| t.start > name_token.start && t.depth == 0);
     let mut words = Vec::new();
     let mut line_ended = false;
+    // Where the command's line ends: its first newline outside quotes.
+    let mut line_end = line.len();
     // A word of digits glued to an operator is a redirection's fd: `2>&1`.
     let mut prev_fd: Option<(usize, usize)> = None;
     for token in after {
         match &token.kind {
-            TokenKind::Newline => line_ended = true,
+            TokenKind::Newline if !line_ended => {
+                line_ended = true;
+                line_end = token.start;
+            }
+            TokenKind::Newline => {}
             TokenKind::Word { .. } if !line_ended => {
                 let text = lexed.text(token).unwrap_or_default();
                 words.push(text);
@@ -72,7 +78,25 @@ pub(super) fn parse(line: &str, lexed: &Lexed, name: usize) -> Result<Command, R
             quote(open.construct.opener())
         )));
     }
+    // A line break inside the command itself: in a quoted word, or a
+    // backslash-newline (which bash would join, but the manual says one line).
+    if line[name_token.start..line_end].contains('\n') {
+        return Err(Refusal::new(format!(
+            "{COMMAND_NAME} must stand on one line: this one goes on to the next line \
+             (inside quotes, or after a backslash); write it on one line, JSON arguments \
+             included (JSON needs no line breaks)"
+        )));
+    }
     command(&words)
+}
+
+/// The refusal of a line whose here-documents lie too deep in one another.
+pub(super) fn too_deep() -> Refusal {
+    Refusal::new(format!(
+        "here-documents nested more than {MAX_NESTED_BODIES} deep in one another's bodies: \
+         whether this line runs {COMMAND_NAME} cannot be told, so none of it runs; \
+         type the command as a line of its own"
+    ))
 }
 
 /// The words after the name, as the verb's form wants them.

@@ -34,6 +34,11 @@ pub fn recognize(command_line: &str) -> Recognized {
 /// benchmarks can check and measure the fast paths.
 pub fn recognize_unfiltered(command_line: &str) -> Recognized {
     let lexed = lex(command_line);
+    // Bodies the lexer did not read may run the name: a line that may hold
+    // it is refused rather than guessed at.
+    if lexed.nested_too_deep && prefilter::may_hold_name(command_line) {
+        return Recognized::Ours(Err(parse::too_deep()));
+    }
     let name = lexed
         .tokens
         .iter()

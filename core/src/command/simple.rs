@@ -7,7 +7,8 @@
 //! plain characters and the bodies of its single quotes, in order. So the
 //! line is split here, with no tokens, frames or text buffers, and anything
 //! else (a character that means something to a shell outside single quotes,
-//! an unclosed quote, more words than any command has) is left to the lexer.
+//! an unclosed quote, a line break inside one, more words than any command
+//! has) is left to the lexer.
 //!
 //! The property tests compare [`recognize`](super::recognize), which takes
 //! this path, with [`recognize_unfiltered`](super::recognize_unfiltered),
@@ -89,9 +90,14 @@ fn word<'a>(line: &'a str, at: &mut usize) -> Option<Cow<'a, str>> {
     while *at < bytes.len() {
         let piece = match class(bytes, *at) {
             BLANK => break,
+            // A quoted line break is the lexer's (the command must stand
+            // on one line): one search finds the closing quote or it.
             QUOTE => {
                 let open = *at;
-                let close = open + 1 + line[open + 1..].find('\'')?;
+                let close = open + 1 + memchr::memchr2(b'\'', b'\n', &bytes[open + 1..])?;
+                if bytes[close] == b'\n' {
+                    return None;
+                }
                 *at = close + 1;
                 &line[open + 1..close]
             }
@@ -184,8 +190,9 @@ mod tests {
             assert_eq!(split(line), None, "{line:?}");
         }
         assert_eq!(
-            split("spear-capability 'b;c$d\"e\\f`g\nh' i").map(|w| w.len()),
+            split("spear-capability 'b;c$d\"e\\f`g\rh' i").map(|w| w.len()),
             Some(2)
         );
+        assert_eq!(split("spear-capability invoke a/b '{\n}'"), None);
     }
 }

@@ -11,6 +11,11 @@ pub struct Lexed {
     pub tokens: Vec<Token>,
     /// The innermost construct the line leaves open, if any.
     pub unterminated: Option<Unterminated>,
+    /// Here-documents lie inside one another's bodies deeper than the
+    /// lexer reads ([`MAX_NESTED_BODIES`](crate::command::MAX_NESTED_BODIES)):
+    /// the deepest bodies were not read for substitutions, so whether the
+    /// line runs a command in them is not known.
+    pub nested_too_deep: bool,
     /// Every word's text, one after the other (one buffer, not one
     /// allocation per word).
     texts: String,
@@ -77,8 +82,9 @@ pub enum TokenKind {
     Newline,
     /// A comment, from its `#` to the end of its line.
     Comment,
-    /// A here-document's body (data, never scanned for commands), without
-    /// its delimiter line.
+    /// A here-document's body, without its delimiter line. A quoted
+    /// delimiter's body is data; an unquoted one's is followed by the
+    /// tokens of the substitutions bash runs in it, one level deeper.
     HeredocBody,
 }
 

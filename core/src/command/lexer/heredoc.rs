@@ -1,8 +1,21 @@
-//! Here-documents: their delimiters, and their bodies read as data up to
-//! the line bash would end them at.
+//! Here-documents: their delimiters, and their bodies up to the line bash
+//! would end them at.
+//!
+//! Bash finds a body's end line by line, before it reads anything in the
+//! body. A quoted delimiter makes the body data; an unquoted one's body is
+//! expanded when the command runs, so the command substitutions in it (and
+//! in its `${...}`, `$((...))` and `$[...]`) run: those are lexed here, in
+//! a lexer of their own over the body, the way bash reads them.
 
-use super::Lexer;
+use super::{Frame, FrameKind, Lexer};
 use crate::command::token::TokenKind;
+
+/// How many here-document bodies may lie inside one another (a body's
+/// substitution announcing another here-document, and so on). Each level
+/// reads the rest of its body again, so the cap keeps the time linear in
+/// the line; past it the lexer stops and says so
+/// ([`Lexed::nested_too_deep`](crate::command::Lexed::nested_too_deep)).
+pub const MAX_NESTED_BODIES: usize = 16;
 
 /// A here-document announced on the line, read after its end.
 #[derive(Debug)]
@@ -50,8 +63,40 @@ impl Lexer<'_> {
                 line_start = eol + 1;
             }
             self.push(TokenKind::HeredocBody, body_start, body_end, self.depth());
+            if !heredoc.quoted {
+                self.lex_body(body_start, body_end);
+            }
             self.pos = next;
         }
+    }
+
+    /// Lexes `start..end`, the body of an unquoted here-document, for the
+    /// substitutions bash runs in it. Its tokens go to the same output, one
+    /// level under the here-document; what it leaves open is not the line's.
+    fn lex_body(&mut self, start: usize, end: usize) {
+        if self.bodies == MAX_NESTED_BODIES {
+            self.out.nested_too_deep = true;
+            return;
+        }
+        let mut body = Lexer {
+            src: &self.src[..end],
+            pos: start,
+            frames: vec![Frame::new(FrameKind::Body, start, false)],
+            out: std::mem::take(&mut self.out),
+            heredoc_next: None,
+            heredocs: Vec::new(),
+            backquotes: 0,
+            after_for: false,
+            base: self.depth(),
+            bodies: self.bodies + 1,
+        };
+        let open = body.out.unterminated;
+        while body.pos < body.src.len() {
+            body.step();
+        }
+        body.finish();
+        body.out.unterminated = open;
+        self.out = body.out;
     }
 
     /// The body line starting at `start` and the offset of its newline (or

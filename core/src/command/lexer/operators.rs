@@ -73,7 +73,8 @@ impl Lexer<'_> {
                 FrameKind::Top
                 | FrameKind::Backquote { .. }
                 | FrameKind::Bracket
-                | FrameKind::Subscript => {}
+                | FrameKind::Subscript
+                | FrameKind::Body => {}
             }
         }
         self.end_word();

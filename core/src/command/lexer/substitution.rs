@@ -10,24 +10,32 @@ impl Lexer<'_> {
     pub(super) fn step_brace(&mut self) {
         let at = self.pos;
         let b = self.src.as_bytes()[at];
-        let in_dquote = self.word().brace_dquote;
+        // Within double quotes or a here-document's body, bash still runs
+        // the substitutions between single quotes inside `${...}`.
+        let substitutes = self.frame().kind == FrameKind::Body || self.word().dquote.is_some();
+        let after_dollar = at > 0 && self.byte(at - 1) == Some(b'$');
+        let word = self.word();
+        let quoted = word.brace_dquote || word.brace_squote;
         let len = match b {
-            b'"' => {
-                let w = self.word();
-                w.brace_dquote = !w.brace_dquote;
+            b'"' if !word.brace_squote => {
+                word.brace_dquote = !word.brace_dquote;
                 1
             }
-            b'}' if !in_dquote => {
-                self.word().brace_depth -= 1;
+            b'}' if !quoted => {
+                word.brace_depth -= 1;
                 1
             }
-            b'{' if !in_dquote && at > 0 && self.byte(at - 1) == Some(b'$') => {
-                self.word().brace_depth += 1;
+            b'{' if !quoted && after_dollar => {
+                word.brace_depth += 1;
                 1
             }
             // Bash matches quotes inside `${...}` even within double
             // quotes: a `"` between single quotes there closes nothing.
-            b'\'' if !in_dquote => match self.src[at + 1..].find('\'') {
+            b'\'' if !word.brace_dquote && substitutes => {
+                word.brace_squote = !word.brace_squote;
+                1
+            }
+            b'\'' if !word.brace_dquote => match self.src[at + 1..].find('\'') {
                 Some(n) => n + 2,
                 None => {
                     self.unterminated(Construct::SingleQuote, at);
@@ -128,7 +136,10 @@ impl Lexer<'_> {
             // every enclosing word would cost time quadratic in the nesting.
             // A here-document's delimiter is compared as typed, so it keeps
             // its substitutions whole too (one word, so still linear).
-            let keep = if self.depth() == 0 || self.delimiter_next() {
+            // A here-document's body keeps nothing: its text is never read.
+            let keep = if self.frame().kind == FrameKind::Body {
+                frame.open_at
+            } else if self.depth() == 0 || self.delimiter_next() {
                 end
             } else {
                 frame.open_at + 1

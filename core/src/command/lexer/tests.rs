@@ -200,3 +200,82 @@ fn operators_take_their_longest_form() {
         .collect();
     assert_eq!(ops, [";;&", "&>>", "|&", "<<<", "<>", ">|", ">&"]);
 }
+
+#[test]
+fn an_unquoted_bodys_substitutions_are_lexed_one_level_down() {
+    let line = "cat <<A\n$(b c) `d` ${e:-$(f)} $((1+$(g))) '$(h)' \"#\" $(i\nj)\nA\nz";
+    assert_eq!(
+        commands(line),
+        ["cat", "b", "d", "f", "g", "h", "i", "j", "z"]
+    );
+    let lexed = lex(line);
+    let depth_of = |name: &str| {
+        lexed
+            .tokens
+            .iter()
+            .find(|t| lexed.text(t) == Some(name))
+            .map(|t| t.depth)
+    };
+    assert_eq!(depth_of("b"), Some(1));
+    assert_eq!(depth_of("z"), Some(0));
+    // The body leaves nothing open for the line, and its own text is no word.
+    assert_eq!(lex("cat <<A\n$(b\nA\n").unterminated, None);
+    let texts: Vec<String> = words("cat <<A\n$(b) y\nA")
+        .into_iter()
+        .map(|(w, _)| w)
+        .collect();
+    assert_eq!(texts, ["cat", "A", "b"]);
+}
+
+#[test]
+fn a_quoted_delimiters_body_and_escaped_substitutions_stay_text() {
+    for line in [
+        "cat <<'A'\n$(b)\nA",
+        "cat <<\"A\"\n$(b)\nA",
+        "cat <<\\A\n$(b)\nA",
+        "cat <<A\n\\$(b) \\`c`\nA",
+    ] {
+        assert_eq!(commands(line), ["cat"], "{line:?}");
+    }
+}
+
+#[test]
+fn bodies_nested_past_the_cap_are_said_and_not_read() {
+    let nest = |levels: usize| {
+        let mut line = String::from("x");
+        for _ in 0..levels {
+            line = format!("cat <<A\n$({line}\n)\nA");
+        }
+        line
+    };
+    let at_cap = lex(&nest(MAX_NESTED_BODIES));
+    assert!(!at_cap.nested_too_deep);
+    let too_deep = lex(&nest(MAX_NESTED_BODIES + 1));
+    assert!(too_deep.nested_too_deep);
+    // Every body but the deepest was read: its `x` only at the cap.
+    let read_x = |lexed: &Lexed| lexed.tokens.iter().any(|t| lexed.text(t) == Some("x"));
+    let cats = |lexed: &Lexed| {
+        lexed
+            .tokens
+            .iter()
+            .filter(|t| lexed.text(t) == Some("cat"))
+            .count()
+    };
+    assert!(read_x(&at_cap));
+    assert!(!read_x(&too_deep));
+    assert_eq!(cats(&too_deep), MAX_NESTED_BODIES + 1);
+}
+
+#[test]
+fn a_carriage_return_is_an_ordinary_character_but_at_a_lines_end() {
+    assert_eq!(
+        words("a\rb c\r\nd e\r"),
+        [
+            ("a\rb".to_owned(), true),
+            ("c".to_owned(), false),
+            ("d".to_owned(), true),
+            ("e".to_owned(), false)
+        ]
+    );
+    assert_eq!(commands("\ra; \rb"), ["\ra", "\rb"]);
+}
