@@ -12,16 +12,22 @@ use serde_json::json;
 use spear_capabilities::{
     AnswerStatus, Ask, Auto, CallResult, Content, PermissionMode, ReadOnly, WriteRequest,
 };
-use spear_testkit::{MockFailure, ours};
+use spear_testkit::{MockFailure, MockHandle, ours};
 
 fn bench(write: &str) -> Bench {
+    notes(write).0
+}
+
+/// [`bench`] and the handle of its `notes` provider, whose record of calls
+/// says what reached it.
+fn notes(write: &str) -> (Bench, MockHandle) {
     let b = Bench::new(json!([
         {"id": "notes", "scope": "global", "read": ["get_note"], "write": write}
     ]));
-    b.provider("notes")
-        .add_simple_tool("get_note", "Read one note.", &["id"])
+    let h = b.provider("notes");
+    h.add_simple_tool("get_note", "Read one note.", &["id"])
         .add_simple_tool("add_note", "Create a note.", &["text"]);
-    b
+    (b, h)
 }
 
 fn asker(answer: bool, asked: Arc<std::sync::Mutex<Vec<WriteRequest>>>) -> Ask {
@@ -52,7 +58,7 @@ async fn write_policy_and_permission_mode_must_both_allow_a_write() {
             "ask" => Arc::new(asker(person, Arc::clone(&asked))),
             _ => Arc::new(Auto),
         };
-        let b = bench(policy);
+        let (b, h) = notes(policy);
         let t = b
             .session(mode)
             .begin_turn(implementation())
@@ -66,8 +72,14 @@ async fn write_policy_and_permission_mode_must_both_allow_a_write() {
         let cell = format!("{policy} x {mode_name}");
         assert_eq!(a.status == AnswerStatus::Ok, runs, "{cell}: {a:?}");
         assert_eq!(!asked.lock().expect("lock").is_empty(), asks, "{cell}");
-        let calls = b.connector.connects();
-        assert_eq!(calls.len(), 1, "{cell}");
+        let connects = b.connector.connects();
+        assert_eq!(connects.len(), 1, "{cell}");
+        // What reached the provider: the call when it runs, nothing else.
+        let calls = h.calls();
+        assert_eq!(calls.len(), usize::from(runs), "{cell}: {calls:?}");
+        if runs {
+            assert_eq!(calls[0].tool, "add_note", "{cell}");
+        }
         if !runs {
             assert_eq!(a.status, AnswerStatus::Refused, "{cell}");
             let want = if policy == "refuse" {
@@ -157,6 +169,39 @@ async fn arguments_must_fit_the_schema_and_name_only_declared_properties() {
     assert_eq!(refused["capability"], "notes/get_note");
 }
 
+/// "it must stand alone on one line": an invoke whose JSON spans lines, or
+/// that goes on after a backslash-newline, is refused saying so, and the
+/// provider's record of calls stays empty; the same call on one line runs.
+#[tokio::test]
+async fn a_command_on_more_than_one_line_is_refused_and_never_reaches_the_provider() {
+    let (b, h) = notes("allow");
+    let t = common::begin(&b.session(Arc::new(Auto))).await;
+    for line in [
+        "spear-capability invoke notes/get_note '{\n  \"id\": \"1\"\n}'",
+        "spear-capability invoke notes/get_note \\\n'{\"id\": \"1\"}'",
+        "spear-capability invoke notes/get_note '{\"id\": \"1\"}' \\\n",
+    ] {
+        let a = ours(&t, line).await;
+        assert_eq!(a.status, AnswerStatus::Refused, "{line:?}");
+        assert!(
+            a.text
+                .starts_with("spear-capability must stand on one line")
+                && a.text.contains("JSON arguments included"),
+            "{line:?}: {}",
+            a.text
+        );
+        assert!(h.calls().is_empty(), "{line:?} reached the provider");
+    }
+    assert_eq!(b.sink.named("capability_invoked").len(), 0);
+    let a = ours(
+        &t,
+        r#"spear-capability invoke notes/get_note '{"id": "1"}'"#,
+    )
+    .await;
+    assert_eq!(a.status, AnswerStatus::Ok, "{}", a.text);
+    assert_eq!(h.calls().len(), 1);
+}
+
 #[tokio::test]
 async fn unknown_capabilities_are_refused_by_name() {
     let b = bench("allow");
@@ -219,9 +264,18 @@ async fn a_result_is_framed_with_a_fresh_token_it_cannot_close() {
             .starts_with("External content from provider `notes`, capability `notes/get_note`.")
     );
     assert_eq!(a1.text.matches(">>>").count(), 2, "{}", a1.text);
-    // The instruction inside finds no such capability.
+    // The instruction inside finds no such capability, and says so.
     let follow = ours(&t, "spear-capability invoke mail/send '{}'").await;
     assert_eq!(follow.status, AnswerStatus::Refused);
+    assert_eq!(
+        follow.text,
+        "No capability `mail/send` is offered to this turn; `spear-capability list` shows the ones that are."
+    );
+    assert_eq!(
+        h.calls().len(),
+        2,
+        "only the two reads reached the provider"
+    );
 }
 
 #[tokio::test]

@@ -10,7 +10,7 @@ use serde_json::json;
 use spear_capabilities::{
     AnswerStatus, Auto, CapabilityClass, Exposure, Runtime, ToolSpec, TurnKind,
 };
-use spear_testkit::ours;
+use spear_testkit::{MockHandle, ours};
 
 fn notes_bench() -> Bench {
     let b = Bench::new(json!([
@@ -87,12 +87,18 @@ notes/add_note (WRITE): Add a note
 }
 
 fn family_of(n: usize, description: &str) -> Bench {
-    let b = Bench::new(json!([{"id": "p", "scope": "global"}]));
+    family(n, description).0
+}
+
+/// [`family_of`] and the handle of its provider `p`, whose record of calls
+/// says what reached it.
+fn family(n: usize, description: &str) -> (Bench, MockHandle) {
+    let b = Bench::new(json!([{"id": "p", "scope": "global", "write": "allow"}]));
     let h = b.provider("p");
     for i in 0..n {
         h.add_simple_tool(&format!("t{i}"), description, &["a"]);
     }
-    b
+    (b, h)
 }
 
 #[tokio::test]
@@ -178,7 +184,7 @@ async fn the_limit_counts_a_description_longer_than_it_may_be_shown_whole() {
 
 #[tokio::test]
 async fn an_index_needs_describe_before_invoke_and_list_prints_it_again() {
-    let b = family_of(9, "does things");
+    let (b, h) = family(9, "does things");
     let t = b
         .session(Arc::new(Auto))
         .begin_turn(implementation())
@@ -193,6 +199,10 @@ async fn an_index_needs_describe_before_invoke_and_list_prints_it_again() {
         refused.text,
         "Describe `p/t3` before invoking it: spear-capability describe p/t3"
     );
+    assert!(
+        h.calls().is_empty(),
+        "the refused call reached the provider"
+    );
     let d = ours(&t, "spear-capability describe p/t3").await;
     assert_eq!(d.status, AnswerStatus::Ok);
     assert_eq!(
@@ -203,9 +213,21 @@ async fn an_index_needs_describe_before_invoke_and_list_prints_it_again() {
         b.sink.named("capability_described")[0]["capability"],
         "p/t3"
     );
-    // Describing one does not unlock another.
+    // Described, it runs; describing one does not unlock another.
+    let run = ours(&t, "spear-capability invoke p/t3 '{\"a\": \"x\"}'").await;
+    assert_eq!(run.status, AnswerStatus::Ok, "{}", run.text);
     let other = ours(&t, "spear-capability invoke p/t4 '{\"a\": \"x\"}'").await;
     assert_eq!(other.status, AnswerStatus::Refused);
+    assert_eq!(
+        other.text,
+        "Describe `p/t4` before invoking it: spear-capability describe p/t4"
+    );
+    let calls: Vec<String> = h.calls().into_iter().map(|c| c.tool).collect();
+    assert_eq!(
+        calls,
+        ["t3"],
+        "only the described call reached the provider"
+    );
     let l = ours(&t, "spear-capability list").await;
     assert_eq!(l.status, AnswerStatus::Ok);
     assert_eq!(l.text, t.shown().text);

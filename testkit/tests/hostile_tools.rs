@@ -12,10 +12,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::SystemTime;
 
-use gateway::{Server, bench, fixture, invoke};
+use gateway::{Server, bench, bench_with, fixture, invoke};
 use serde_json::{Value, json};
-use spear_capabilities::AnswerStatus;
 use spear_capabilities::internals::checks::ArgumentSchema;
+use spear_capabilities::{AnswerStatus, CapabilityClass};
 
 fn listing(tools: Vec<Value>) -> Server {
     Server::Script(json!({"tools/list": {"": [{"result": {"tools": tools}}]},
@@ -80,6 +80,58 @@ async fn a_servers_unusable_tools_are_left_out_with_their_reasons() {
         "{}",
         rejected[4].1
     );
+    b.session.close().await;
+}
+
+/// 3.6.1 "Every other tool is a WRITE, whatever the server says about it":
+/// a real server process whose every tool is annotated `readOnlyHint: true`
+/// (and not destructive) has only the tool its entry's `read` names as
+/// READ; the others are WRITE, so the entry's `refuse` policy refuses them
+/// and the server never receives the call.
+#[tokio::test]
+async fn read_only_hints_leave_a_servers_tools_write_and_their_calls_refused() {
+    let logs = tempfile::tempdir().expect("tempdir");
+    let log = logs.path().join("received.jsonl");
+    let log_arg = log.display().to_string();
+    let b = bench_with(
+        fixture(&["--read-only-hints", "--log", &log_arg]),
+        10.0,
+        json!({"read": ["echo"], "write": "refuse"}),
+    );
+    let turn = b.turn().await;
+    let classes: Vec<(&str, CapabilityClass)> = turn
+        .shown()
+        .capabilities
+        .iter()
+        .filter(|c| c.id.starts_with("hostile/"))
+        .map(|c| (c.id.as_str(), c.class))
+        .collect();
+    assert!(classes.len() > 2, "{classes:?}");
+    for (id, class) in &classes {
+        let want = if *id == "hostile/echo" {
+            CapabilityClass::Read
+        } else {
+            CapabilityClass::Write
+        };
+        assert_eq!(*class, want, "{id}");
+    }
+    let calls = || {
+        std::fs::read_to_string(&log)
+            .expect("the fixture logs what it receives")
+            .lines()
+            .filter(|l| l.contains("\"tools/call\""))
+            .count()
+    };
+    let w = invoke(&turn, "hostile/env", json!({})).await;
+    assert_eq!(w.status, AnswerStatus::Refused, "{}", w.text);
+    assert_eq!(
+        w.text,
+        "`hostile/env` is a WRITE capability, and provider `hostile` refuses writes (write policy \"refuse\")."
+    );
+    assert_eq!(calls(), 0, "the refused WRITE reached the server");
+    let r = invoke(&turn, "hostile/echo", json!({"text": "read"})).await;
+    assert_eq!(r.status, AnswerStatus::Ok, "{}", r.text);
+    assert_eq!(calls(), 1);
     b.session.close().await;
 }
 

@@ -23,6 +23,8 @@ const USAGE: &str = "usage: spear-fixture-server [flags]
   --own-schemas         each gen_ tool has a schema of its own (x<i> required, as a real server)
   --cursor-cycle        the last page's nextCursor repeats an earlier cursor
   --bad-tools           also offer a bad name, a duplicate and unusable schemas
+  --read-only-hints     every tool says it only reads (annotations readOnlyHint
+                        true, destructiveHint false, idempotentHint true)
   --silent              read everything, answer nothing
   --junk                write logs, non-JSON-RPC JSON and blank lines before
                         every message, and end messages with CRLF
@@ -67,6 +69,8 @@ struct Opts {
     own_schemas: bool,
     cursor_cycle: bool,
     bad_tools: bool,
+    /// Every tool's annotations claim it only reads.
+    read_only_hints: bool,
     silent: bool,
     junk: bool,
     stderr_bytes: usize,
@@ -106,6 +110,7 @@ fn parse() -> Opts {
             "--tools" => o.tools = number(value()),
             "--page-size" => o.page_size = Some(number(value()).max(1)),
             "--own-schemas" => o.own_schemas = true,
+            "--read-only-hints" => o.read_only_hints = true,
             "--cursor-cycle" => o.cursor_cycle = true,
             "--bad-tools" => o.bad_tools = true,
             "--silent" => o.silent = true,
@@ -442,6 +447,13 @@ impl Server {
             tools.push(json!({"name": "twice", "inputSchema": obj(json!({}))}));
             tools.push(json!({"name": "array_schema", "inputSchema": {"type": "array"}}));
             tools.push(json!({"name": "remote_ref", "inputSchema": {"type": "object", "properties": {"a": {"$ref": "https://example.invalid/s.json"}}}}));
+        }
+        if self.o.read_only_hints {
+            let hints =
+                json!({"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true});
+            for tool in &mut tools {
+                tool["annotations"] = hints.clone();
+            }
         }
         tools
     }
