@@ -7,8 +7,10 @@ use std::sync::Arc;
 
 use common::{Bench, implementation, turn};
 use serde_json::json;
+use spear_capabilities::internals::tokens::WORD_LETTERS;
 use spear_capabilities::{
-    AnswerStatus, Auto, CapabilityClass, Exposure, Runtime, ToolSpec, TurnKind,
+    AnswerStatus, Auto, CapabilityClass, EstimatedTokens, Exposure, Runtime, TokenCounter,
+    ToolSpec, TurnKind,
 };
 use spear_testkit::{MockHandle, ours};
 
@@ -127,22 +129,26 @@ async fn eight_capabilities_are_whole_and_nine_are_an_index() {
     );
 }
 
+/// The estimate of `family_of`'s schema,
+/// `{"properties":{"a":{"type":"string"}},"type":"object"}`.
+fn schema_tokens() -> usize {
+    EstimatedTokens.count(r#"{"properties":{"a":{"type":"string"}},"type":"object"}"#)
+}
+
 #[tokio::test]
 async fn about_1500_tokens_of_descriptions_and_schemas_is_the_limit() {
-    // Each schema `{"properties":{"a":{"type":"string"}},"type":"object"}` is
-    // 54 bytes = 18 estimated tokens; descriptions make up the rest.
-    let per_tool = |desc_bytes: usize| desc_bytes.div_ceil(3) + 18;
-    let fits = 1500 / 4 - 18; // four tools exactly at the limit
-    let at = family_of(4, &"d".repeat(fits * 3));
+    // A description of `d`s is one word: one token per nine letters.
+    let letters = |tokens: usize| "d".repeat(tokens * WORD_LETTERS);
+    let fits = 1500 / 4 - schema_tokens(); // four tools exactly at the limit
+    let at = family_of(4, &letters(fits));
     let t = at
         .session(Arc::new(Auto))
         .begin_turn(implementation())
         .await
         .expect("the turn begins");
-    assert_eq!(t.shown().tokens, 4 * per_tool(fits * 3));
     assert_eq!(t.shown().tokens, 1500);
     assert_eq!(t.shown().exposure, Exposure::Whole);
-    let over = family_of(4, &"d".repeat(fits * 3 + 1));
+    let over = family_of(4, &format!("{}d", letters(fits)));
     let t = over
         .session(Arc::new(Auto))
         .begin_turn(implementation())
@@ -153,11 +159,12 @@ async fn about_1500_tokens_of_descriptions_and_schemas_is_the_limit() {
     // The edge itself: one token over is an index.
     let edge = Bench::new(json!([{"id": "p", "scope": "global"}]));
     let h = edge.provider("p");
-    for (i, bytes) in [fits * 3, fits * 3, fits * 3, fits * 3 + 1]
-        .iter()
-        .enumerate()
-    {
-        h.add_simple_tool(&format!("t{i}"), &"d".repeat(*bytes), &["a"]);
+    for (i, extra) in ["", "", "", "d"].iter().enumerate() {
+        h.add_simple_tool(
+            &format!("t{i}"),
+            &format!("{}{extra}", letters(fits)),
+            &["a"],
+        );
     }
     let t = edge
         .session(Arc::new(Auto))
@@ -170,15 +177,18 @@ async fn about_1500_tokens_of_descriptions_and_schemas_is_the_limit() {
 
 #[tokio::test]
 async fn the_limit_counts_a_description_longer_than_it_may_be_shown_whole() {
-    // Shown, the description is cut at 2000 characters (667 tokens): the
-    // family would fit. Shown whole it is 6000 (2000 tokens): an index.
-    let b = family_of(1, &"d".repeat(6000));
+    // Shown, the description is cut at 2000 characters (400 words, about
+    // 400 tokens): the family would fit. Whole it is 12 000 characters,
+    // 2400 words: an index.
+    let description = "data ".repeat(2400);
+    let b = family_of(1, description.trim_end());
     let t = b
         .session(Arc::new(Auto))
         .begin_turn(implementation())
         .await
         .expect("the turn begins");
-    assert_eq!(t.shown().tokens, 2000 + 18);
+    assert_eq!(t.shown().tokens, 2400 + schema_tokens());
+    assert!(t.shown().capabilities[0].description.chars().count() <= 2100);
     assert_eq!(t.shown().exposure, Exposure::Index);
 }
 

@@ -13,11 +13,14 @@ use serde_json::{Value, json};
 use spear_capabilities::{Auto, Exposure, ToolSpec};
 use spear_testkit::MockHandle;
 
-fn load(server: &str, into: &MockHandle) {
+/// Loads the tools of `server` named in `only` (all when it is empty).
+fn load(server: &str, only: &[&str], into: &MockHandle) {
     let path =
         Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/data/real-tools/{server}.json"));
     let v: Value = serde_json::from_slice(&std::fs::read(path).expect("fixture")).expect("json");
-    for t in v["tools"].as_array().expect("tools") {
+    let tools = v["tools"].as_array().expect("tools");
+    let wanted = |t: &&Value| only.is_empty() || only.iter().any(|n| t["name"] == *n);
+    for t in tools.iter().filter(wanted) {
         let mut spec = ToolSpec::new(t["name"].as_str().expect("name"), t["inputSchema"].clone());
         if let Some(d) = t["description"].as_str() {
             spec = spec.with_description(d);
@@ -42,13 +45,23 @@ fn snapshot(name: &str, text: &str) {
 }
 
 async fn shown(servers: &[(&str, &str, &[&str])]) -> spear_capabilities::Shown {
+    let all: Vec<_> = servers
+        .iter()
+        .map(|&(id, server, read)| (id, server, read, &[][..]))
+        .collect();
+    shown_only(&all).await
+}
+
+/// [`shown`], each server with only the tools its last list names (all when
+/// it is empty).
+async fn shown_only(servers: &[(&str, &str, &[&str], &[&str])]) -> spear_capabilities::Shown {
     let entries: Vec<Value> = servers
         .iter()
-        .map(|(id, _, read)| json!({"id": id, "scope": "global", "read": read}))
+        .map(|(id, _, read, _)| json!({"id": id, "scope": "global", "read": read}))
         .collect();
     let b = Bench::new(Value::Array(entries));
-    for (id, server, _) in servers {
-        load(server, &b.provider(id));
+    for (id, server, _, only) in servers {
+        load(server, only, &b.provider(id));
     }
     b.session(Arc::new(Auto))
         .begin_turn(implementation())
@@ -85,16 +98,32 @@ async fn the_git_server_has_more_than_eight_tools_and_is_an_index() {
 
 #[tokio::test]
 async fn few_tools_with_long_schemas_cross_the_token_limit() {
-    // 3 tools, about 1650 estimated tokens shown whole: over, an index. The
-    // thinking tool's description is longer than a shown description may
-    // be; whole or index counts it whole (cut, it came to about 1400).
-    let s = shown(&[
-        ("time", "mcp-server-time", &[]),
-        ("think", "server-sequential-thinking", &[]),
-    ])
-    .await;
+    // 3 tools that o200k counts as 1074 tokens: about 1100 estimated, under
+    // the limit, shown whole. (The estimate of one token per three bytes
+    // made them 1650, an index: a family a third under the spec's size.)
+    // The thinking tool's description is longer than a shown description
+    // may be; whole or index counts it whole.
+    let time_and_thinking = [
+        ("time", "mcp-server-time", &[][..], &[][..]),
+        ("think", "server-sequential-thinking", &[], &[]),
+    ];
+    let s = shown_only(&time_and_thinking).await;
     assert_eq!(s.capabilities.len(), 3);
-    assert!((1600..1700).contains(&s.tokens), "{}", s.tokens);
+    assert!((1074..1200).contains(&s.tokens), "{}", s.tokens);
+    assert_eq!(s.exposure, Exposure::Whole);
+    // With four of the filesystem server's longer tools: 7 tools, 1681
+    // tokens to o200k, about 1750 estimated: over, an index.
+    let longer = [
+        "edit_file",
+        "read_text_file",
+        "search_files",
+        "read_multiple_files",
+    ];
+    let mut seven = time_and_thinking.to_vec();
+    seven.push(("fs", "server-filesystem", &[], &longer));
+    let s = shown_only(&seven).await;
+    assert_eq!(s.capabilities.len(), 7);
+    assert!((1681..1900).contains(&s.tokens), "{}", s.tokens);
     assert_eq!(s.exposure, Exposure::Index);
     // The same with the memory server's nine tools: far over, an index.
     let s = shown(&[

@@ -6,8 +6,8 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::json;
-use spear_capabilities::{Content, Error};
+use serde_json::{Value, json};
+use spear_capabilities::{Content, Error, ToolSpec};
 
 use super::{PNG_BASE64_PREFIX, Running, installed, start, string};
 
@@ -48,6 +48,42 @@ async fn python_pagination_gives_every_tool() {
         assert_eq!(echo.input_schema["required"], json!(["message"]));
         server.shutdown_leaving_nothing(1).await;
     }
+}
+
+/// The list as captured in `core/tests/data/interop-tools/python-server.json`,
+/// which the token estimate is measured on.
+#[tokio::test]
+async fn python_lists_every_tool_as_captured() {
+    let path = super::root().join("core/tests/data/interop-tools/python-server.json");
+    let raw = std::fs::read_to_string(&path).expect("the captured list is committed");
+    let capture: Value = serde_json::from_str(&raw).expect("the capture is JSON");
+    let want: Vec<ToolSpec> = capture["tools"]
+        .as_array()
+        .expect("a tools array")
+        .iter()
+        .map(|t| {
+            let mut spec =
+                ToolSpec::new(t["name"].as_str().expect("name"), t["inputSchema"].clone());
+            if let Some(title) = t["title"].as_str() {
+                spec = spec.with_title(title);
+            }
+            if let Some(description) = t["description"].as_str() {
+                spec = spec.with_description(description);
+            }
+            if let Some(output) = t.get("outputSchema") {
+                spec = spec.with_output_schema(output.clone());
+            }
+            spec
+        })
+        .collect();
+    let server = python(4).await;
+    let list = server
+        .provider
+        .list_tools()
+        .await
+        .expect("tools/list answers");
+    assert_eq!(list.tools, want);
+    server.shutdown_leaving_nothing(1).await;
 }
 
 #[tokio::test]
