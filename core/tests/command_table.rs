@@ -90,6 +90,8 @@ const FIRST_WORD: &[(&str, Expect)] = &[
     ("\r\nspear-capability list\r\n", List),
     ("spear-capability list   ", List),
     ("spear-capability list\n\n\n", List),
+    // A carriage return that ends the line ends it, as in `\r\n`.
+    ("spear-capability list\r", List),
     // Only a newline continues a line: before `\r\n` a backslash quotes
     // the carriage return, so bash runs the id as a command of its own.
     (
@@ -406,6 +408,10 @@ const LONGER_WORDS_AND_LOOK_ALIKES: &[(&str, Expect)] = &[
     ("\"spear\" \"-capability\" list", Shell),
     ("spear${x}-capability list", Shell),
     ("~/spear-capability list", Shell),
+    // A carriage return is a character to bash, not a blank.
+    ("\rspear-capability list", Shell),
+    ("spear-capability\rlist", Shell),
+    ("ls; \rspear-capability list", Shell),
 ];
 
 /// Ordinary terminal traffic: pipelines, loops, subshells, tools.
