@@ -16,6 +16,9 @@ use spear_capabilities::internals::command::{recognize, recognize_unfiltered};
 const NOT_OURS: &str = "cd /work/project && cargo test --workspace --all-features -- --nocapture 2>&1 | grep -E 'error|warning' | head -50 && git status --short && echo \"done at $(date +%H:%M) in $PWD\" # check";
 /// Not ours, but it holds the name, so the pre-filter lets it through to the lexer.
 const NOT_OURS_NAMED: &str = "cd /work/project && grep -rn 'spear-capability' docs/ src/ | sort | uniq -c | head -50 && git log --oneline -- core/src/command.rs | head -20 && echo \"done at $(date +%H:%M)\" # check";
+/// Not ours: a here-document whose unquoted body holds the name and
+/// substitutions, which are lexed (before issue 47 the body was skipped).
+const NOT_OURS_HEREDOC: &str = "cat > notes.md <<EOF\n# Notes of $(date +%F) by `whoami`\nRun spear-capability list to see what the turn is offered; ${EDITOR:-vi} opens this file.\nTotal: $((2 + 3)) notes\nEOF";
 /// A typical invoke, about 200 bytes.
 const OURS: &str = r#"spear-capability invoke tracker/search_issues '{"query": "crash in firmware loader", "state": "open", "labels": ["bug", "p1"], "limit": 20, "sort": "updated", "project": "firmware-a"}'"#;
 
@@ -24,6 +27,7 @@ fn typical(c: &mut Criterion) {
     for (name, line) in [
         ("not_ours", NOT_OURS),
         ("not_ours_naming_it", NOT_OURS_NAMED),
+        ("not_ours_heredoc", NOT_OURS_HEREDOC),
         ("ours", OURS),
     ] {
         group.throughput(Throughput::Bytes(line.len() as u64));
@@ -75,6 +79,23 @@ fn scaling(c: &mut Criterion) {
             "`)\"".repeat(depth)
         );
         group.bench_with_input(BenchmarkId::new("nested", len), &nested, |b, l| {
+            b.iter(|| recognize(black_box(l)))
+        });
+        // A here-document's unquoted body of `len` bytes, full of
+        // substitutions; then bodies nested in one another's substitutions
+        // as deep as the length allows (the lexer reads 16 levels).
+        let body = repeat_to("text $(x y) `z` ${v:-w} spear-capability\n", len);
+        let heredoc = format!("cat <<EOF\n{body}\nEOF");
+        group.bench_with_input(BenchmarkId::new("heredoc", len), &heredoc, |b, l| {
+            b.iter(|| recognize(black_box(l)))
+        });
+        let depth = len / 24;
+        let bodies = format!(
+            "{}spear-capability list{}",
+            "cat <<A\n$(cat <<B\n$(".repeat(depth),
+            "\n)\nB\n)\nA".repeat(depth)
+        );
+        group.bench_with_input(BenchmarkId::new("heredoc_nested", len), &bodies, |b, l| {
             b.iter(|| recognize(black_box(l)))
         });
     }

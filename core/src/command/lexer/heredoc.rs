@@ -63,7 +63,9 @@ impl Lexer<'_> {
                 line_start = eol + 1;
             }
             self.push(TokenKind::HeredocBody, body_start, body_end, self.depth());
-            if !heredoc.quoted {
+            // Only a `$` or a backquote can start a substitution.
+            let body = &self.src.as_bytes()[body_start..body_end];
+            if !heredoc.quoted && memchr::memchr2(b'$', b'`', body).is_some() {
                 self.lex_body(body_start, body_end);
             }
             self.pos = next;
@@ -91,10 +93,7 @@ impl Lexer<'_> {
             bodies: self.bodies + 1,
         };
         let open = body.out.unterminated;
-        while body.pos < body.src.len() {
-            body.step();
-        }
-        body.finish();
+        body.lex_to_end();
         body.out.unterminated = open;
         self.out = body.out;
     }

@@ -5,6 +5,7 @@ use super::{FrameKind, Lexer};
 
 /// Whether `raw`, a word as typed, is an assignment (`name=`, `name+=`,
 /// `name[...]=`), after which bash still reads assignments.
+#[inline(always)]
 pub(super) fn is_assignment(raw: &str) -> bool {
     let b = raw.as_bytes();
     let ident = b
