@@ -94,7 +94,7 @@ fn the_estimate_is_within_15_percent_of_o200k_and_never_5_percent_under_on_real_
             shown.len(),
             error * 100.0
         ));
-        if error > MAX_OVER || error < -MAX_UNDER {
+        if !(-MAX_UNDER..=MAX_OVER).contains(&error) {
             wrong.push(format!("{name}: {:+.1}%", error * 100.0));
         }
     }
