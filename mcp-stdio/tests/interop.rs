@@ -26,7 +26,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
-use spear_capabilities::{CallRequest, CallResult, ConnectRequest, Error, Kinds, Provider};
+use spear_capabilities::{
+    CallRequest, CallResult, ConnectRequest, Error, Kinds, Provider, ToolSpec,
+};
 use spear_providers as _;
 
 /// Generous: `npx` and a cold Python import take a second or two on a slow
@@ -63,6 +65,32 @@ fn installed(relative: &str) -> PathBuf {
 
 fn string(path: &Path) -> String {
     path.to_str().expect("paths here are UTF-8").to_owned()
+}
+
+/// The tools of a captured tool list (`relative` to the workspace root), as
+/// the client reads them: name, schema, title, description, output schema.
+fn captured_tools(relative: &str) -> Vec<ToolSpec> {
+    let raw = std::fs::read_to_string(root().join(relative)).expect("the capture is committed");
+    let capture: Value = serde_json::from_str(&raw).expect("the capture is JSON");
+    capture["tools"]
+        .as_array()
+        .expect("a tools array")
+        .iter()
+        .map(|t| {
+            let mut spec =
+                ToolSpec::new(t["name"].as_str().expect("name"), t["inputSchema"].clone());
+            if let Some(title) = t["title"].as_str() {
+                spec = spec.with_title(title);
+            }
+            if let Some(description) = t["description"].as_str() {
+                spec = spec.with_description(description);
+            }
+            if let Some(output) = t.get("outputSchema") {
+                spec = spec.with_output_schema(output.clone());
+            }
+            spec
+        })
+        .collect()
 }
 
 /// A started server and the tag its processes carry in their environment.

@@ -9,10 +9,10 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
-use spear_capabilities::{Content, ResourceBody, ToolSpec};
+use serde_json::json;
+use spear_capabilities::{Content, ResourceBody};
 
-use super::{PNG_BASE64_PREFIX, Running, installed, start, string};
+use super::{PNG_BASE64_PREFIX, Running, captured_tools, installed, start, string};
 
 const ENTRY: &str = "node_modules/@modelcontextprotocol/server-everything/dist/index.js";
 
@@ -39,32 +39,6 @@ async fn via_npx() -> Running {
     start("everything", command.map(str::to_owned).to_vec()).await
 }
 
-/// The tools as captured in `core/tests/data/real-tools/server-everything.json`.
-fn captured_tools() -> Vec<ToolSpec> {
-    let path = super::root().join("core/tests/data/real-tools/server-everything.json");
-    let raw = std::fs::read_to_string(&path).expect("the captured list is committed");
-    let capture: Value = serde_json::from_str(&raw).expect("the capture is JSON");
-    capture["tools"]
-        .as_array()
-        .expect("a tools array")
-        .iter()
-        .map(|t| {
-            let mut spec =
-                ToolSpec::new(t["name"].as_str().expect("name"), t["inputSchema"].clone());
-            if let Some(title) = t["title"].as_str() {
-                spec = spec.with_title(title);
-            }
-            if let Some(description) = t["description"].as_str() {
-                spec = spec.with_description(description);
-            }
-            if let Some(output) = t.get("outputSchema") {
-                spec = spec.with_output_schema(output.clone());
-            }
-            spec
-        })
-        .collect()
-}
-
 #[tokio::test]
 async fn everything_lists_every_tool_as_captured() {
     let server = direct().await;
@@ -73,7 +47,7 @@ async fn everything_lists_every_tool_as_captured() {
         .list_tools()
         .await
         .expect("tools/list answers");
-    let want = captured_tools();
+    let want = captured_tools("core/tests/data/real-tools/server-everything.json");
     assert_eq!(want.len(), 13, "the pinned version offers 13 tools");
     assert_eq!(list.tools, want);
     assert!(list.rejected.is_empty(), "{:?}", list.rejected);

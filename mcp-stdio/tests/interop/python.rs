@@ -6,10 +6,10 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
-use spear_capabilities::{Content, Error, ToolSpec};
+use serde_json::json;
+use spear_capabilities::{Content, Error};
 
-use super::{PNG_BASE64_PREFIX, Running, installed, start, string};
+use super::{PNG_BASE64_PREFIX, Running, captured_tools, installed, start, string};
 
 async fn python(page_size: usize) -> Running {
     let interpreter = string(&installed("venv/bin/python"));
@@ -54,28 +54,7 @@ async fn python_pagination_gives_every_tool() {
 /// which the token estimate is measured on.
 #[tokio::test]
 async fn python_lists_every_tool_as_captured() {
-    let path = super::root().join("core/tests/data/interop-tools/python-server.json");
-    let raw = std::fs::read_to_string(&path).expect("the captured list is committed");
-    let capture: Value = serde_json::from_str(&raw).expect("the capture is JSON");
-    let want: Vec<ToolSpec> = capture["tools"]
-        .as_array()
-        .expect("a tools array")
-        .iter()
-        .map(|t| {
-            let mut spec =
-                ToolSpec::new(t["name"].as_str().expect("name"), t["inputSchema"].clone());
-            if let Some(title) = t["title"].as_str() {
-                spec = spec.with_title(title);
-            }
-            if let Some(description) = t["description"].as_str() {
-                spec = spec.with_description(description);
-            }
-            if let Some(output) = t.get("outputSchema") {
-                spec = spec.with_output_schema(output.clone());
-            }
-            spec
-        })
-        .collect();
+    let want = captured_tools("core/tests/data/interop-tools/python-server.json");
     let server = python(4).await;
     let list = server
         .provider
