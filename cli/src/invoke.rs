@@ -6,20 +6,22 @@ use spear_capabilities::internals::command::{CapabilityId, Command};
 use spear_capabilities::internals::selection::select;
 use spear_capabilities::{AnswerStatus, Audit, Exposure};
 
-use crate::error::Failure;
+use crate::error::{Failure, said_unless};
 use crate::flags::ContextArgs;
 use crate::out::{self, out, out_raw};
 use crate::permission::{Answered, PermissionArgs};
 use crate::report;
-use crate::session::{Opened, Output, answer_json, closing, open, unless_refused, with_newline};
+use crate::session::{Opened, Output, answer_json, closing, open, with_newline};
 use crate::view::result_json;
 
 /// One checked call through the full gateway.
 ///
-/// Exit status: 0 when the call succeeded, 1 when it was refused, failed
-/// or its provider is unavailable, or the registry refused an entry (as
-/// `check`), 2 on bad usage, an unreadable registry or a file named with
-/// --capabilities that does not exist.
+/// Exit status: the call's: 0 when it succeeded, 1 when it was refused,
+/// failed or its provider is unavailable; 2 on bad usage, an unreadable
+/// registry or a file named with --capabilities that does not exist. An
+/// entry the registry refuses is said on standard error (with --json, as
+/// `refused`) and leaves the status the call's: `check` and `list` exit 1
+/// for it.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
   spear-capabilities invoke notes/search_notes '{\"query\": \"flaky\"}' --project demo
@@ -135,7 +137,9 @@ impl Args {
             for n in session.take_notices() {
                 eprintln!("notice: {n}");
             }
-            unless_refused(&registry, answer.status == AnswerStatus::Ok)
+            // The call's status alone: a refused entry elsewhere in the
+            // file was said, and is `check`'s and `list`'s to fail on.
+            said_unless(answer.status == AnswerStatus::Ok)
         };
         closing(&session, body).await
     }
