@@ -19,8 +19,9 @@ use crate::report::{refused_json, refused_lines};
 /// Exit status: 0 when every entry is valid, 1 when some are refused
 /// (or, enabled and with a scope, name a program that cannot run) or
 /// with --start a start failed, 2 when the file cannot be read or
-/// parsed, or a file named here does not exist. A warning (an entry without a scope, the program of one
-/// that nothing starts) leaves it 0.
+/// parsed, or a file named here does not exist. A warning (an entry
+/// without a scope, the program of one that nothing starts, with --start
+/// a `read` name its server does not offer) leaves it 0.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
   spear-capabilities check
@@ -132,10 +133,16 @@ fn print_text(
         return out!("{notice}");
     }
     out!("{}", path.display())?;
+    let mut warnings: usize = findings.iter().map(|f| f.warnings.len()).sum();
     for (i, (e, f)) in registry.entries().iter().zip(findings).enumerate() {
         out!("{}", entry::check_lines(e, f))?;
         if let Some(Some(started)) = started.get(i) {
             out!("           {}", probe::summary(started, &e.id))?;
+            // What only a start can tell, on the entry's own lines.
+            for w in probe::warnings(started) {
+                out!("           warning: {w}")?;
+                warnings += 1;
+            }
         }
     }
     for line in refused_lines(registry, false) {
@@ -147,7 +154,6 @@ fn print_text(
         0 => String::new(),
         n => format!(", {n} failed to start"),
     };
-    let warnings: usize = findings.iter().map(|f| f.warnings.len()).sum();
     let warned = match warnings {
         0 => String::new(),
         1 => ", 1 warning".to_owned(),

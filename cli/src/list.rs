@@ -16,7 +16,9 @@ use crate::flags::ContextArgs;
 use crate::out::{self, out};
 use crate::report;
 use crate::session::{Opened, Output, closing, open, unless_refused};
-use crate::view::{colour, info_line, state_json, state_line, status_style};
+use crate::view::{
+    colour, info_line, read_not_offered, state_json, state_line, status_style,
+};
 
 /// Start what a turn would select; show each provider's state, each
 /// capability and the exposure.
@@ -52,9 +54,7 @@ fn read_warnings(
         };
         for name in &entry.read {
             if !offered.contains(format!("{id}/{name}").as_str()) {
-                warnings.push(format!(
-                    "`{id}`: read names `{name}`, which its server does not offer (a tool of another name stays a WRITE)"
-                ));
+                warnings.push(format!("`{id}`: {}", read_not_offered(name)));
             }
         }
     }

@@ -23,7 +23,9 @@ use spear_capabilities::{
 };
 
 use crate::out::{Closed, out};
-use crate::view::{MAX_FACT_CHARS, failure_line, info_json, info_line, pretty_json};
+use crate::view::{
+    MAX_FACT_CHARS, failure_line, info_json, info_line, pretty_json, read_not_offered,
+};
 
 /// The most characters of a tool's title, description or verdict on its
 /// line.
@@ -181,6 +183,15 @@ fn verdicts(
         .collect()
 }
 
+/// The warnings of a start for the entry's own lines: each `read` name
+/// its server does not offer (none for a start that failed).
+pub(crate) fn warnings(started: &Result<Started, Error>) -> Vec<String> {
+    started.as_ref().map_or_else(
+        |_| Vec::new(),
+        |s| s.read_not_offered.iter().map(|n| read_not_offered(n)).collect(),
+    )
+}
+
 /// A start's outcome as `--json` gives it: what it found, or its error.
 pub(crate) fn json(started: &Result<Started, Error>) -> Value {
     match started {
@@ -286,9 +297,7 @@ pub(crate) fn print(started: &Result<Started, Error>) -> Result<(), Closed> {
         )?;
     }
     for name in &s.read_not_offered {
-        out!(
-            "warning: read names `{name}`, which its server does not offer (a tool of another name stays a WRITE)"
-        )?;
+        out!("warning: {}", read_not_offered(name))?;
     }
     Ok(())
 }

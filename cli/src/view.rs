@@ -25,6 +25,16 @@ pub(crate) const MAX_FACT_CHARS: usize = 200;
 /// order, when the kind gives them (the `mcp-stdio` kind does).
 const SERVER_DETAILS: [&str; 3] = ["server", "server_version", "protocol"];
 
+/// The warning for a name in an entry's `read` that its server does not
+/// offer (a typo makes a READ tool a WRITE), as `list`, `check --start`
+/// and `get --start` say it.
+pub(crate) fn read_not_offered(name: &str) -> String {
+    format!(
+        "read names `{}`, which its server does not offer (a tool of another name stays a WRITE)",
+        one_line(name, MAX_FACT_CHARS)
+    )
+}
+
 /// A failure's message (which may carry what a server wrote: its error's
 /// message, its stderr tail) whole, on one line.
 pub(crate) fn failure_line(message: &str) -> String {

@@ -129,3 +129,38 @@ fn check_start_leaves_an_unscoped_entry_whose_program_is_missing_a_warning() {
         "{stdout}"
     );
 }
+
+/// Issue 46, operator 2: a `read` name the server does not offer (a typo
+/// silently makes a READ tool a WRITE) is said by `check --start` in text,
+/// as a warning on the entry's own lines, under its start; it counts as a
+/// warning and leaves the status 0.
+#[test]
+fn check_start_warns_on_the_entrys_own_lines_of_a_read_name_its_server_lacks() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("capabilities.json");
+    let fixture = sibling("spear-fixture-server");
+    let providers = json!([
+        {"id": "typo", "scope": "global", "read": ["echo", "ehco"], "command": [fixture]},
+        {"id": "fine", "scope": "global", "read": ["echo"], "command": [fixture]},
+    ]);
+    std::fs::write(&file, json!({ "providers": providers }).to_string()).expect("write");
+    let out = cli(&["check", "--start", file.to_str().expect("utf-8")]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    let typo = &stdout[stdout.find("  ok       typo").expect("typo")..];
+    let typo = &typo[..typo.find("  ok       fine").expect("fine after typo")];
+    let lines: Vec<&str> = typo.lines().collect();
+    assert!(lines[3].starts_with("           started: "), "{typo}");
+    assert_eq!(
+        lines[4],
+        "           warning: read names `ehco`, which its server does not offer (a tool of another name stays a WRITE)",
+        "{typo}"
+    );
+    assert_eq!(lines.len(), 5, "{typo}");
+    let fine = &stdout[stdout.find("  ok       fine").expect("fine")..];
+    assert!(!fine.contains("warning: "), "{stdout}");
+    assert!(
+        stdout.ends_with("2 registered, 0 refused, 1 warning\n"),
+        "{stdout}"
+    );
+}
