@@ -78,6 +78,29 @@ pub(crate) struct WaitArgs {
     pub(crate) wait: Option<Duration>,
 }
 
+impl WaitArgs {
+    /// What the CLI says beside a start that timed out: the flag that
+    /// lets a slow start finish, named as clap defines it.
+    pub(crate) fn slow_start_hint() -> String {
+        format!("`{}` lets a slow start finish", flag::<Self>("wait"))
+    }
+}
+
+/// The flag `id` of `T` as clap defines it, with its value name (`--wait
+/// SECONDS`), for a hint that cannot drift from the parser.
+fn flag<T: Args>(id: &str) -> String {
+    let command = T::augment_args(clap::Command::new("flags"));
+    let arg = command.get_arguments().find(|a| a.get_id() == id);
+    let long = arg.and_then(|a| a.get_long()).unwrap_or(id);
+    match arg
+        .and_then(|a| a.get_value_names())
+        .and_then(|names| names.first())
+    {
+        Some(value) => format!("--{long} {value}"),
+        None => format!("--{long}"),
+    }
+}
+
 /// The longest `--wait`: a day, as the longest `timeout` an entry may set.
 const MAX_WAIT_SECONDS: f64 = 86_400.0;
 
@@ -233,14 +256,7 @@ impl ContextArgs {
     /// The `--project` flag as clap defines it, with its value name
     /// (`--project NAME`), for a hint that cannot drift from the parser.
     pub(crate) fn project_flag() -> String {
-        let command = Self::augment_args(clap::Command::new("context"));
-        let project = command.get_arguments().find(|a| a.get_id() == "project");
-        let long = project.and_then(|a| a.get_long()).unwrap_or("project");
-        let value = project
-            .and_then(|a| a.get_value_names())
-            .and_then(|names| names.first())
-            .map_or("NAME", |name| name.as_str());
-        format!("--{long} {value}")
+        flag::<Self>("project")
     }
 
     /// The turn these flags describe.
@@ -276,5 +292,9 @@ mod tests {
     #[test]
     fn the_project_flag_is_named_as_clap_defines_it() {
         assert_eq!(ContextArgs::project_flag(), "--project NAME");
+        assert_eq!(
+            WaitArgs::slow_start_hint(),
+            "`--wait SECONDS` lets a slow start finish"
+        );
     }
 }

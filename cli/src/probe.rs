@@ -19,9 +19,10 @@ use spear_capabilities::internals::framing::one_line;
 use spear_capabilities::internals::session::start_budget_waiting;
 use spear_capabilities::{
     CapabilityClass, ConnectRequest, Error, ProviderEntry, ProviderInfo, Registry, RejectedTool,
-    ToolSpec,
+    ToolSpec, UnavailableReason,
 };
 
+use crate::flags::WaitArgs;
 use crate::out::{Closed, out};
 use crate::view::{
     MAX_FACT_CHARS, failure_line, info_json, info_line, pretty_json, read_not_offered,
@@ -202,12 +203,24 @@ pub(crate) fn json(started: &Result<Started, Error>) -> Value {
     }
 }
 
+/// A start that failed, on one line; one that timed out says how to let
+/// it finish.
+fn failed(e: &Error) -> String {
+    let line = format!("start failed: {}", failure_line(&e.to_string()));
+    match e.unavailable_reason() {
+        Some(UnavailableReason::TimedOut) => {
+            format!("{line}; {}", WaitArgs::slow_start_hint())
+        }
+        _ => line,
+    }
+}
+
 /// A start's outcome on one line, for `check --start`: the server, how
 /// soon it was ready and what it offers, or why it did not start.
 pub(crate) fn summary(started: &Result<Started, Error>, id: &str) -> String {
     let s = match started {
         Ok(s) => s,
-        Err(e) => return format!("start failed: {}", failure_line(&e.to_string())),
+        Err(e) => return failed(e),
     };
     let offers = if s.declares_no_tools {
         "declares no tools (a provider with no capabilities)".to_owned()
@@ -249,7 +262,7 @@ pub(crate) fn summary(started: &Result<Started, Error>, id: &str) -> String {
 pub(crate) fn print(started: &Result<Started, Error>) -> Result<(), Closed> {
     let s = match started {
         Ok(s) => s,
-        Err(e) => return out!("start failed: {}", failure_line(&e.to_string())),
+        Err(e) => return out!("{}", failed(e)),
     };
     out!(
         "started: {} (ready in {} ms)",

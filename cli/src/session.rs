@@ -5,10 +5,13 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use spear_capabilities::{Answer, PermissionMode, Registry, Session, SessionOptions, Turn};
+use spear_capabilities::{
+    Answer, PermissionMode, ProviderState, Registry, Session, SessionOptions, Turn,
+    UnavailableReason,
+};
 
 use crate::error::Failure;
-use crate::flags::ContextArgs;
+use crate::flags::{ContextArgs, WaitArgs};
 use crate::out::{self, Closed, out};
 use crate::report;
 use crate::starting::Finish;
@@ -82,7 +85,8 @@ pub(crate) async fn open(
         Output::List => Finish::Clear,
         Output::Turn => Finish::Keep,
     };
-    let turn = if crate::starting::wanted(as_json) {
+    let live = crate::starting::wanted(as_json);
+    let turn = if live {
         crate::starting::begin_turn(&session, begin, finish, ctx.wait.wait).await
     } else {
         begin.await
@@ -92,12 +96,33 @@ pub(crate) async fn open(
     let turn = turn.map_err(|e| Failure::Usage(e.to_string()))?;
     if output == Output::Turn {
         report::say_project_hint(&registry, &ctx.turn());
+        // `list` says it on the provider's line, as the live display does.
+        if !live {
+            say_slow_starts(&session);
+        }
     }
     Ok(Opened {
         session,
         turn,
         registry,
     })
+}
+
+/// Says on standard error, for each provider whose start timed out, how
+/// to let a slow start finish (the turn is told only that it timed out).
+fn say_slow_starts(session: &Session) {
+    for (id, state) in session.provider_states() {
+        if let ProviderState::Unavailable {
+            reason: UnavailableReason::TimedOut,
+            ..
+        } = state
+        {
+            out::tell(format_args!(
+                "`{id}` timed out starting; {}",
+                WaitArgs::slow_start_hint()
+            ));
+        }
+    }
 }
 
 /// Runs `body`, then closes the session however it ended: a closed

@@ -15,7 +15,11 @@ use std::io::IsTerminal;
 use serde_json::ser::{Formatter, PrettyFormatter};
 use serde_json::{Map, Value, json};
 use spear_capabilities::internals::framing::{json_text, one_line};
-use spear_capabilities::{CallResult, Content, ProviderInfo, ProviderState, ResourceBody};
+use spear_capabilities::{
+    CallResult, Content, ProviderInfo, ProviderState, ResourceBody, UnavailableReason,
+};
+
+use crate::flags::WaitArgs;
 
 /// The most characters of one fact a server gives about itself (name,
 /// version) that the CLI prints.
@@ -132,6 +136,19 @@ pub(crate) fn state_line(state: &ProviderState) -> (&'static str, String) {
                 "ready in {} ms, {tools} {}",
                 started_in.as_millis(),
                 if *tools == 1 { "tool" } else { "tools" }
+            ),
+        ),
+        // Only a start happens before the CLI reads a state: one that
+        // timed out is a start that was too slow.
+        ProviderState::Unavailable {
+            reason: UnavailableReason::TimedOut,
+            message,
+        } => (
+            "failed",
+            format!(
+                "unavailable (timed_out): {}; {}",
+                failure_line(message),
+                WaitArgs::slow_start_hint()
             ),
         ),
         ProviderState::Unavailable { reason, message } => (

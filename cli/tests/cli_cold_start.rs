@@ -137,3 +137,45 @@ fn a_wait_that_is_not_a_positive_number_of_seconds_is_bad_usage() {
         );
     }
 }
+
+/// Issue 46, operator 8: a start that timed out says, on the CLI's line
+/// for it, that `--wait SECONDS` lets a slow start finish: `list`'s
+/// provider line, `check --start`'s and `get --start`'s start line, and
+/// for `invoke` and `turn`, whose standard output is the turn's, a line on
+/// standard error. The turn is never told of the flag.
+#[test]
+fn a_start_that_timed_out_says_that_wait_lets_a_slow_start_finish() {
+    const HINT: &str = "; `--wait SECONDS` lets a slow start finish";
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = registry(dir.path());
+    let path = file.to_str().expect("utf-8");
+    let line_of = |text: &str, start: &str| {
+        let at = text
+            .find(start)
+            .unwrap_or_else(|| panic!("{start:?} in {text}"));
+        text[at..].lines().next().unwrap_or_default().to_owned()
+    };
+    let list = text(&on_registry(&file, &["list"]).stdout);
+    let line = line_of(&list, "  failed   cold: unavailable (timed_out): ");
+    assert!(line.ends_with(HINT), "{line}");
+    let check = text(&cli(&["check", "--start", path]).stdout);
+    let line = line_of(&check, "           start failed: provider `cold` timed out");
+    assert!(line.ends_with(HINT), "{line}");
+    let get = text(&cli(&["get", "cold", "--start", "--capabilities", path]).stdout);
+    let line = line_of(&get, "start failed: provider `cold` timed out");
+    assert!(line.ends_with(HINT), "{line}");
+    for args in [
+        vec!["invoke", "cold/echo", r#"{"text": "x"}"#],
+        vec!["turn", "--command", "spear-capability list"],
+    ] {
+        let out = on_registry(&file, &args);
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        assert!(
+            stderr.contains(&format!(
+                "spear-capabilities: `cold` timed out starting{HINT}\n"
+            )),
+            "{args:?}: {stderr}"
+        );
+        assert!(!stdout.contains("--wait"), "{args:?}: {stdout}");
+    }
+}
