@@ -19,6 +19,9 @@ use spear_capabilities::{
 
 use crate::error::Failure;
 
+/// `--projects` when it is not given.
+pub(crate) const DEFAULT_PROJECTS: &str = "projects.json";
+
 /// Which capabilities file.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct RegistryArgs {
@@ -27,7 +30,7 @@ pub(crate) struct RegistryArgs {
     #[arg(long, value_name = "FILE")]
     pub(crate) capabilities: Option<PathBuf>,
     /// The projects.json whose folder holds capabilities.json.
-    #[arg(long, value_name = "FILE", default_value = "projects.json")]
+    #[arg(long, value_name = "FILE", default_value = DEFAULT_PROJECTS)]
     pub(crate) projects: PathBuf,
 }
 

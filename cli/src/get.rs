@@ -10,11 +10,11 @@ use std::path::Path;
 
 use serde_json::json;
 use spear_capabilities::internals::framing::one_line;
-use spear_capabilities::{Audit, EntryCheck, ProviderEntry, RefusedEntry};
+use spear_capabilities::{Audit, EntryCheck, Error, ProviderEntry, RefusedEntry};
 
 use crate::entry::{self, Settings};
 use crate::error::{Failure, said_unless};
-use crate::flags::{RegistryArgs, WaitArgs};
+use crate::flags::{DEFAULT_PROJECTS, RegistryArgs, WaitArgs};
 use crate::out::{self, Closed, out};
 use crate::probe::{self, Started};
 use crate::report::{entry_json, refused_entry_lines};
@@ -125,12 +125,64 @@ impl Args {
             }
             if let Some(started) = &started {
                 v["started"] = probe::json(started);
+                v["adopt_hints"] = json!(self.adopt_hints(entry, started));
             }
             out::json(&v)?;
         } else {
             print_text(&path, entry, &findings, started.as_ref())?;
+            if let Some(started) = &started {
+                self.print_adopt_hints(entry, started)?;
+            }
         }
         said_unless(findings.cannot_run.is_none() && started.as_ref().is_none_or(Result::is_ok))
+    }
+
+    /// The `set` command that adopts the server's read-only hints: the
+    /// entry's `read` and every admitted tool the server marks read-only,
+    /// in the file these flags name. `None` when no hint adds a tool.
+    /// Nothing is adopted here: a tool is READ only when `read` names it.
+    fn adopt_hints(
+        &self,
+        entry: &ProviderEntry,
+        started: &Result<Started, Error>,
+    ) -> Option<String> {
+        let read = started.as_ref().ok()?.adopted_read(entry)?;
+        let mut words = vec![
+            "spear-capabilities".to_owned(),
+            "set".to_owned(),
+            shell_word(&entry.id),
+        ];
+        if let Some(file) = &self.file.capabilities {
+            words.extend([
+                "--capabilities".to_owned(),
+                shell_word(&file.to_string_lossy()),
+            ]);
+        } else if self.file.projects != Path::new(DEFAULT_PROJECTS) {
+            words.extend([
+                "--projects".to_owned(),
+                shell_word(&self.file.projects.to_string_lossy()),
+            ]);
+        }
+        words.extend(["--read".to_owned(), shell_word(&read.join(","))]);
+        Some(words.join(" "))
+    }
+
+    /// Says how many tools the server marks read-only that `read` does not
+    /// name, and the command that would adopt the hints.
+    fn print_adopt_hints(
+        &self,
+        entry: &ProviderEntry,
+        started: &Result<Started, Error>,
+    ) -> Result<(), Closed> {
+        let (Ok(s), Some(command)) = (started, self.adopt_hints(entry, started)) else {
+            return Ok(());
+        };
+        let n = s.hinted_read_only.len();
+        let tools = if n == 1 { "tool" } else { "tools" };
+        out!(
+            "read-only hints: the server marks {n} {tools} read-only that `read` does not name (a tool is READ only when `read` names it); to adopt the hints:"
+        )?;
+        out!("  {command}")
     }
 
     fn say_refused(&self, path: &Path, refused: &RefusedEntry) -> Result<(), Closed> {
@@ -152,7 +204,7 @@ fn print_text(
     path: &Path,
     entry: &ProviderEntry,
     findings: &EntryCheck,
-    started: Option<&Result<Started, spear_capabilities::Error>>,
+    started: Option<&Result<Started, Error>>,
 ) -> Result<(), Closed> {
     let row = |key: &str, value: &str| out!("  {key:<8} {value}");
     let settings = Settings::of(entry);

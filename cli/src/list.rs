@@ -16,9 +16,7 @@ use crate::flags::ContextArgs;
 use crate::out::{self, out};
 use crate::report;
 use crate::session::{Opened, Output, closing, open, unless_refused};
-use crate::view::{
-    colour, info_line, read_not_offered, state_json, state_line, status_style,
-};
+use crate::view::{colour, info_line, read_not_offered, state_json, state_line, status_style};
 
 /// Start what a turn would select; show each provider's state, each
 /// capability and the exposure.

@@ -47,6 +47,24 @@ pub(crate) struct Started {
     read_not_offered: Vec<String>,
     /// The server declares it offers no tools at all.
     declares_no_tools: bool,
+    /// The tools the gateway admits that the server marks read-only
+    /// (`readOnlyHint`) and `read` does not name: each stays a WRITE until
+    /// the operator adopts the hint ([`Started::adopted_read`]).
+    pub(crate) hinted_read_only: Vec<String>,
+}
+
+impl Started {
+    /// The entry's `read` with its server's read-only hints adopted, when
+    /// they add a tool to it; `None` when there is nothing to adopt.
+    pub(crate) fn adopted_read(&self, entry: &ProviderEntry) -> Option<Vec<String>> {
+        if self.hinted_read_only.is_empty() {
+            return None;
+        }
+        let mut read: Vec<String> = entry.read.iter().cloned().collect();
+        read.extend(self.hinted_read_only.iter().cloned());
+        read.sort();
+        Some(read)
+    }
 }
 
 /// One tool as the operator reads it.
@@ -57,6 +75,9 @@ struct ToolView {
     description: Option<String>,
     class: CapabilityClass,
     input_schema: Value,
+    /// What the server says of it only reading (`readOnlyHint`), if it
+    /// says: a hint, never its class.
+    read_only_hint: Option<bool>,
     /// Why the gateway leaves it out, if it does.
     left_out: Option<String>,
     /// Why the gateway leaves its results unchecked, if it does.
@@ -116,10 +137,17 @@ pub(crate) async fn start(
             message: "its tool list could not be vetted".to_owned(),
             stderr: String::new(),
         })?;
+    let tools = verdicts(entry, specs, &admission, not_tools);
+    let hinted_read_only = tools
+        .iter()
+        .filter(|t| t.read_only_hint == Some(true) && t.left_out.is_none())
+        .filter(|t| !entry.read.contains(&t.name))
+        .map(|t| t.name.clone())
+        .collect();
     Ok(Started {
         info,
         ready_in_ms,
-        tools: verdicts(entry, specs, &admission, not_tools),
+        tools,
         not_tools: admission
             .rejected
             .get(..not_tools)
@@ -127,6 +155,7 @@ pub(crate) async fn start(
             .to_vec(),
         read_not_offered: admission.read_not_offered,
         declares_no_tools,
+        hinted_read_only,
     })
 }
 
@@ -175,6 +204,7 @@ fn verdicts(
                     .flatten(),
                 class,
                 left_out,
+                read_only_hint: spec.read_only_hint,
                 name: spec.name,
                 title: spec.title,
                 description: spec.description,
@@ -189,7 +219,12 @@ fn verdicts(
 pub(crate) fn warnings(started: &Result<Started, Error>) -> Vec<String> {
     started.as_ref().map_or_else(
         |_| Vec::new(),
-        |s| s.read_not_offered.iter().map(|n| read_not_offered(n)).collect(),
+        |s| {
+            s.read_not_offered
+                .iter()
+                .map(|n| read_not_offered(n))
+                .collect()
+        },
     )
 }
 
@@ -297,6 +332,11 @@ pub(crate) fn print(started: &Result<Started, Error>) -> Result<(), Closed> {
                 "         output unchecked: {}",
                 one_line(why, MAX_TEXT_CHARS)
             )?;
+        }
+        match t.read_only_hint {
+            Some(true) => out!("         server's hint: read-only")?,
+            Some(false) => out!("         server's hint: not read-only")?,
+            None => {}
         }
         for line in pretty_json(&t.input_schema).lines() {
             out!("         {line}")?;

@@ -30,6 +30,13 @@ pub struct ToolSpec {
     /// one (MCP's `outputSchema`): the gateway checks them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<Value>,
+    /// Whether the provider says the tool only reads (MCP's
+    /// `annotations.readOnlyHint`), if it says: the operator's to read
+    /// (`get --start` suggests adopting it). It never makes a class and a
+    /// turn is never shown it: a tool is READ only when its entry's `read`
+    /// names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only_hint: Option<bool>,
 }
 
 impl ToolSpec {
@@ -41,7 +48,15 @@ impl ToolSpec {
             description: None,
             input_schema,
             output_schema: None,
+            read_only_hint: None,
         }
+    }
+
+    /// Sets what the provider says of the tool only reading (never its
+    /// class: [`ToolSpec::read_only_hint`]).
+    pub fn with_read_only_hint(mut self, read_only: bool) -> Self {
+        self.read_only_hint = Some(read_only);
+        self
     }
 
     /// Sets the schema its structured results must match.

@@ -1,6 +1,8 @@
 //! `spear-example-server`: a small MCP server over stdio, for the examples
 //! and the README's first command. It keeps notes in memory and offers two
-//! READ tools (`search_notes`, `get_note`) and one WRITE tool (`add_note`).
+//! READ tools (`search_notes`, `get_note`) and one WRITE tool (`add_note`),
+//! each annotated as MCP servers do (`readOnlyHint`): a hint `get --start`
+//! shows the operator, never a class.
 //!
 //! It speaks just what SPEAR uses of MCP 2025-06-18: `initialize`,
 //! `notifications/initialized`, `tools/list`, `tools/call` and `ping`, one
@@ -17,17 +19,20 @@ fn tools() -> Value {
          "description": "Find notes whose title or text contains a word. Returns matching note ids and titles.",
          "inputSchema": {"type": "object",
             "properties": {"query": {"type": "string", "description": "The word to look for"}},
-            "required": ["query"]}},
+            "required": ["query"]},
+         "annotations": {"readOnlyHint": true}},
         {"name": "get_note", "title": "Read a note",
          "description": "Read one note by its id.",
          "inputSchema": {"type": "object",
             "properties": {"id": {"type": "integer", "minimum": 1, "description": "The note's id"}},
-            "required": ["id"]}},
+            "required": ["id"]},
+         "annotations": {"readOnlyHint": true}},
         {"name": "add_note", "title": "Add a note",
          "description": "Create a note. It is kept until the server stops.",
          "inputSchema": {"type": "object",
             "properties": {"title": {"type": "string"}, "text": {"type": "string"}},
-            "required": ["title", "text"]}}
+            "required": ["title", "text"]},
+         "annotations": {"readOnlyHint": false, "destructiveHint": false}}
     ])
 }
 

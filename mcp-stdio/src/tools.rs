@@ -147,6 +147,11 @@ fn read_tool(entry: &RawValue) -> Result<ToolSpec, String> {
     let name = tool.name.ok_or_else(|| NO_NAME.to_owned())?;
     // A missing schema is the gateway's to refuse, with its reason.
     let mut spec = ToolSpec::new(name, tool.input_schema.unwrap_or(Value::Null));
+    // The operator's hint, never a class (the core's `read` decides).
+    spec.read_only_hint = tool
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get("readOnlyHint")?.as_bool());
     // The display name, as schema.ts has it: `title`, else `annotations.title`.
     let annotated = || match tool.annotations?.get_mut("title")?.take() {
         Value::String(title) => Some(title),
