@@ -12,11 +12,28 @@ use serde_json::{Value, json};
 
 use crate::entry;
 use crate::error::Failure;
+use crate::examples::{self, Example};
 use crate::file::{self, Edited};
 use crate::flags::{EntryFlags, RegistryArgs};
 use crate::out::out;
 use crate::report::refused_edit;
 use crate::tree;
+
+/// The examples of `add`.
+pub(crate) const EXAMPLES: &[Example] = &[
+    Example::new(
+        "spear-capabilities add notes --scope 'corpus demo' --read search_notes,get_note -- /opt/notes-mcp/bin/notes-mcp --stdio",
+        "Register a server for the project demo, two of its tools READ (every other tool a WRITE, refused)",
+    ),
+    Example::new(
+        "spear-capabilities add tracker --scope global --write confirm --env TRACKER_TOKEN_FILE=/etc/t --timeout 10 -- npx -y tracker-mcp",
+        "One for every project, whose WRITEs the person confirms, with a variable of its own and a 10 s timeout",
+    ),
+    Example::new(
+        "spear-capabilities add time --capabilities /etc/spear/capabilities.json --scope global --tasks implementation,general -- uvx mcp-server-time",
+        "One that general questions get too, in another file",
+    ),
+];
 
 /// Add an entry to the registry, validated as `check` validates it.
 ///
@@ -31,10 +48,7 @@ use crate::tree;
 /// cannot run, or its id is taken; the file is left as it was), 2 on
 /// bad usage or when the file cannot be read, parsed, locked or written.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:
-  spear-capabilities add notes --scope 'corpus demo' --read search_notes,get_note -- /opt/notes-mcp/bin/notes-mcp --stdio
-  spear-capabilities add tracker --scope global --write confirm --env TRACKER_TOKEN_FILE=/etc/t --timeout 10 -- npx -y tracker-mcp
-  spear-capabilities add time --capabilities /etc/spear/capabilities.json --scope global --tasks implementation,general -- uvx mcp-server-time")]
+#[command(after_help = examples::help(EXAMPLES))]
 pub(crate) struct Args {
     /// The provider's id (lower-case; its capabilities are `<id>/<tool>`).
     id: String,

@@ -14,11 +14,28 @@ use serde_json::{Value, json};
 use spear_capabilities::audit::{AuditKey, TrailStatus, Verdict, verify};
 
 use crate::error::Failure;
+use crate::examples::{self, Example};
 use crate::out::{Closed, out};
 
 /// The variable naming the deployment's audit key file, for `--audit` and
 /// `audit verify` alike.
 pub(crate) const AUDIT_KEY_FILE_VAR: &str = "SPEAR_AUDIT_KEY_FILE";
+
+/// The examples of `audit`.
+pub(crate) const EXAMPLES: &[Example] = &[
+    Example::new(
+        "spear-capabilities audit verify /var/log/spear/audit.jsonl",
+        "Check that a trail is whole and every session ended; keep the last hash it prints elsewhere",
+    ),
+    Example::new(
+        "SPEAR_AUDIT_KEY_FILE=/etc/spear/audit.key spear-capabilities audit verify audit.jsonl",
+        "A trail chained under the deployment's key",
+    ),
+    Example::new(
+        "spear-capabilities audit verify --json a.jsonl b.jsonl | jq '.files[].last_hash'",
+        "Each trail's last hash, for a script",
+    ),
+];
 
 /// Work with an audit trail (`--audit`): `audit verify FILE...`.
 #[derive(Debug, clap::Args)]
@@ -43,10 +60,7 @@ enum AuditCommand {
     /// cut at a record boundary); 2 when a trail is broken (a record
     /// changed, removed, reordered or torn, a line that is not a record, a
     /// wrong key) or cannot be read, or the key file cannot be used.
-    #[command(after_help = "Examples:
-  spear-capabilities audit verify /var/log/spear/audit.jsonl
-  SPEAR_AUDIT_KEY_FILE=/etc/spear/audit.key spear-capabilities audit verify audit.jsonl
-  spear-capabilities audit verify --json a.jsonl b.jsonl | jq '.files[].last_hash'")]
+    #[command(after_help = examples::help(EXAMPLES))]
     Verify(VerifyArgs),
 }
 

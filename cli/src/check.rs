@@ -9,10 +9,35 @@ use spear_capabilities::{Audit, EntryCheck, EntryWarning, Error, Registry};
 
 use crate::entry;
 use crate::error::{Failure, said_unless};
+use crate::examples::{self, Example};
 use crate::flags::{RegistryArgs, WaitArgs};
 use crate::out::{self, Closed, out};
 use crate::probe::{self, Started};
 use crate::report::{refused_json, refused_lines};
+
+/// The examples of `check`.
+pub(crate) const EXAMPLES: &[Example] = &[
+    Example::new(
+        "spear-capabilities check",
+        "Validate the registry SPEAR reads (capabilities.json beside ./projects.json, or $SPEAR_CAPABILITIES_FILE): each entry, each problem where it is in the file",
+    ),
+    Example::new(
+        "spear-capabilities check /etc/spear/capabilities.json",
+        "Validate one file",
+    ),
+    Example::new(
+        "spear-capabilities check --capabilities /etc/spear/capabilities.json",
+        "The same, with the flag the other subcommands take",
+    ),
+    Example::new(
+        "spear-capabilities check --json capabilities.json | jq '.refused'",
+        "Each refused entry with its problems, for a script",
+    ),
+    Example::new(
+        "spear-capabilities check --start --wait 60",
+        "Also start each enabled entry and say what its server offers, letting a first npx or uvx download take up to a minute",
+    ),
+];
 
 /// Validate a capabilities file: print each provider and every refusal.
 ///
@@ -23,12 +48,7 @@ use crate::report::{refused_json, refused_lines};
 /// without a scope, the program of one that nothing starts, with --start
 /// a `read` name its server does not offer) leaves it 0.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:
-  spear-capabilities check
-  spear-capabilities check /etc/spear/capabilities.json
-  spear-capabilities check --capabilities /etc/spear/capabilities.json
-  spear-capabilities check --json capabilities.json | jq '.refused'
-  spear-capabilities check --start --wait 60")]
+#[command(after_help = examples::help(EXAMPLES))]
 #[command(mut_arg("wait", |a| a.requires("start")))]
 pub(crate) struct Args {
     /// The file (default: $SPEAR_CAPABILITIES_FILE, else

@@ -2,8 +2,24 @@
 //! `false`), changed in place as `set` changes one
 //! ([`crate::set::switch`]).
 
+use clap_complete::ArgValueCandidates;
+
+use crate::complete;
 use crate::error::Failure;
+use crate::examples::{self, Example};
 use crate::flags::RegistryArgs;
+
+/// The examples of `disable`.
+pub(crate) const EXAMPLES: &[Example] = &[
+    Example::new(
+        "spear-capabilities disable notes",
+        "Keep the entry without using it",
+    ),
+    Example::new(
+        "spear-capabilities disable tracker --capabilities /etc/spear/capabilities.json",
+        "The same in another file",
+    ),
+];
 
 /// Disable an entry: kept in the file, used by no turn.
 ///
@@ -14,11 +30,10 @@ use crate::flags::RegistryArgs;
 /// the entry would be refused; the file is left as it was), 2 when the
 /// file cannot be read, parsed, locked or written.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:
-  spear-capabilities disable notes
-  spear-capabilities disable tracker --capabilities /etc/spear/capabilities.json")]
+#[command(after_help = examples::help(EXAMPLES))]
 pub(crate) struct Args {
     /// The provider's id.
+    #[arg(add = ArgValueCandidates::new(complete::provider_ids))]
     id: String,
     #[command(flatten)]
     file: RegistryArgs,

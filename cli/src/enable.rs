@@ -1,8 +1,24 @@
 //! `enable`: an entry a turn may use again (its `enabled` set to `true`),
 //! changed in place as `set` changes one ([`crate::set::switch`]).
 
+use clap_complete::ArgValueCandidates;
+
+use crate::complete;
 use crate::error::Failure;
+use crate::examples::{self, Example};
 use crate::flags::RegistryArgs;
+
+/// The examples of `enable`.
+pub(crate) const EXAMPLES: &[Example] = &[
+    Example::new(
+        "spear-capabilities enable notes",
+        "Use the entry again (its program checked, as `add` checks it)",
+    ),
+    Example::new(
+        "spear-capabilities enable tracker --capabilities /etc/spear/capabilities.json",
+        "The same in another file",
+    ),
+];
 
 /// Enable an entry: a turn whose scope and task it covers gets it again.
 ///
@@ -13,11 +29,10 @@ use crate::flags::RegistryArgs;
 /// the entry would be refused; the file is left as it was), 2 when the
 /// file cannot be read, parsed, locked or written.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:
-  spear-capabilities enable notes
-  spear-capabilities enable tracker --capabilities /etc/spear/capabilities.json")]
+#[command(after_help = examples::help(EXAMPLES))]
 pub(crate) struct Args {
     /// The provider's id.
+    #[arg(add = ArgValueCandidates::new(complete::provider_ids))]
     id: String,
     #[command(flatten)]
     file: RegistryArgs,

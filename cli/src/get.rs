@@ -8,42 +8,66 @@
 
 use std::path::Path;
 
+use clap_complete::ArgValueCandidates;
 use serde_json::json;
 use spear_capabilities::internals::framing::one_line;
 use spear_capabilities::{Audit, EntryCheck, Error, ProviderEntry, RefusedEntry};
 
+use crate::complete;
 use crate::entry::{self, Settings};
 use crate::error::{Failure, said_unless};
+use crate::examples::{self, Example};
 use crate::flags::{DEFAULT_PROJECTS, RegistryArgs, WaitArgs};
 use crate::out::{self, Closed, out};
 use crate::probe::{self, Started};
 use crate::report::{entry_json, refused_entry_lines};
 use crate::view::MAX_FACT_CHARS;
 
+/// The examples of `get`.
+pub(crate) const EXAMPLES: &[Example] = &[
+    Example::new(
+        "spear-capabilities get notes",
+        "The entry as the registry has it: its command, its variables' names (never their values), its settings",
+    ),
+    Example::new(
+        "spear-capabilities get notes --capabilities /etc/spear/capabilities.json --start",
+        "Also start its server: each tool with its class, its schema and the server's read-only hint, and the `set` line that would adopt the hints",
+    ),
+    Example::new(
+        "spear-capabilities get notes --start --json | jq '.started.tools[] | {name, class, read_only_hint}'",
+        "Each tool's class and the server's read-only hint, for a script",
+    ),
+    Example::new(
+        "spear-capabilities get notes --start --json | jq -r '.adopt_hints // empty' | sh",
+        "Adopt the server's read-only hints (the `set ... --read` line `get --start` prints); nothing adopts them by itself",
+    ),
+];
+
 /// Show one registry entry; with --start, what its server offers.
 ///
 /// The entry's command, the names of its `env` variables (never their
 /// values) and its selection settings; --start starts the server
 /// whatever the entry's scope or `enabled`, and shows its name, version
-/// and protocol and each tool with its class and full schema.
+/// and protocol and each tool with its class, full schema and the
+/// server's read-only hint (`readOnlyHint`), then the `set ID --read ...`
+/// line that would adopt the hints. A hint is never adopted by itself: a
+/// tool is READ only when the entry's `read` names it.
 ///
 /// Exit status: 0, 1 when no entry has the id, the registry refuses it
 /// (or, as `check`, its program cannot run) or --start failed, 2 when
 /// the file cannot be read or parsed, or a file named with
 /// --capabilities does not exist.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:
-  spear-capabilities get notes
-  spear-capabilities get notes --capabilities /etc/spear/capabilities.json --start
-  spear-capabilities get notes --start --json | jq '.started.tools[].name'")]
+#[command(after_help = examples::help(EXAMPLES))]
 #[command(mut_arg("wait", |a| a.requires("start")))]
 pub(crate) struct Args {
     /// The provider's id.
+    #[arg(add = ArgValueCandidates::new(complete::provider_ids))]
     id: String,
     #[command(flatten)]
     file: RegistryArgs,
     /// Also start its server: its name, version and protocol, and each
-    /// tool with its class and full schema.
+    /// tool with its class, full schema and read-only hint.
     #[arg(long)]
     start: bool,
     #[command(flatten)]

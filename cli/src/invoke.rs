@@ -1,18 +1,45 @@
 //! `invoke`: one checked call through the full gateway, starting only the
 //! provider it calls.
 
+use clap_complete::ArgValueCandidates;
 use serde_json::json;
 use spear_capabilities::internals::command::{CapabilityId, Command};
 use spear_capabilities::internals::selection::select;
 use spear_capabilities::{AnswerStatus, Audit, Exposure};
 
+use crate::complete;
 use crate::error::{Failure, said_unless};
+use crate::examples::{self, Example};
 use crate::flags::ContextArgs;
 use crate::out::{self, out, out_raw};
 use crate::permission::{Answered, PermissionArgs};
 use crate::report;
 use crate::session::{Opened, Output, answer_json, closing, open, with_newline};
 use crate::view::result_json;
+
+/// The examples of `invoke`.
+pub(crate) const EXAMPLES: &[Example] = &[
+    Example::new(
+        "spear-capabilities invoke notes/search_notes '{\"query\": \"flaky\"}' --project demo",
+        "One READ, checked as a turn's call is; the framed result a turn would read",
+    ),
+    Example::new(
+        "spear-capabilities invoke notes/add_note '{\"title\": \"Ship it\", \"text\": \"Friday\"}' --project demo --confirm yes",
+        "A WRITE of a `confirm` provider, confirmed without asking",
+    ),
+    Example::new(
+        "spear-capabilities invoke notes/get_note '{\"id\": 1}' --project demo --json",
+        "The framed text and the server's own result, as JSON",
+    ),
+    Example::new(
+        "spear-capabilities invoke notes/add_note @note.json --project demo --confirm no",
+        "The arguments read from note.json; the WRITE declined",
+    ),
+    Example::new(
+        "echo '{\"id\": 1}' | spear-capabilities invoke notes/get_note - --project demo",
+        "The arguments read from standard input",
+    ),
+];
 
 /// One checked call through the full gateway.
 ///
@@ -23,14 +50,10 @@ use crate::view::result_json;
 /// `refused`) and leaves the status the call's: `check` and `list` exit 1
 /// for it.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:
-  spear-capabilities invoke notes/search_notes '{\"query\": \"flaky\"}' --project demo
-  spear-capabilities invoke notes/add_note '{\"title\": \"Ship it\", \"text\": \"Friday\"}' --project demo --confirm yes
-  spear-capabilities invoke notes/get_note '{\"id\": 1}' --project demo --json
-  spear-capabilities invoke notes/add_note @note.json --project demo --confirm no
-  echo '{\"id\": 1}' | spear-capabilities invoke notes/get_note - --project demo")]
+#[command(after_help = examples::help(EXAMPLES))]
 pub(crate) struct Args {
     /// The capability, `<provider>/<tool>`.
+    #[arg(add = ArgValueCandidates::new(complete::capability_prefixes))]
     id: String,
     /// The arguments, one JSON object (default `{}`); `@FILE` reads
     /// them from FILE, `-` from standard input.

@@ -6,17 +6,38 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use serde_json::json;
+use serde_json::{Value, json};
 use spear_capabilities::internals::messages::index_line;
 use spear_capabilities::internals::selection::{Decision, select};
 use spear_capabilities::{Audit, ProviderState, ReadOnly, Registry, Shown};
 
 use crate::error::Failure;
+use crate::examples::{self, Example};
 use crate::flags::ContextArgs;
 use crate::out::{self, out};
 use crate::report;
 use crate::session::{Opened, Output, closing, open, unless_refused};
 use crate::view::{colour, info_line, read_not_offered, state_json, state_line, status_style};
+
+/// The examples of `list`.
+pub(crate) const EXAMPLES: &[Example] = &[
+    Example::new(
+        "spear-capabilities list --project demo",
+        "What a turn in the project demo is offered: each provider's state, then each capability and the exposure",
+    ),
+    Example::new(
+        "spear-capabilities list --project firmware-a --family boards --task general",
+        "The same for a general question (READ capabilities only) in firmware-a, of the family boards",
+    ),
+    Example::new(
+        "spear-capabilities list --capabilities examples/capabilities.json --project demo --json | jq '.capabilities[].schema'",
+        "All of it as one JSON object, for a script: here each capability's argument schema, a JSON object",
+    ),
+    Example::new(
+        "spear-capabilities list --project demo --wait 120 --trace trace.jsonl",
+        "Let a slow first start (an npx or uvx download) finish, and keep every JSON-RPC line each server is sent and says",
+    ),
+];
 
 /// Start what a turn would select; show each provider's state, each
 /// capability and the exposure.
@@ -25,10 +46,7 @@ use crate::view::{colour, info_line, read_not_offered, state_json, state_line, s
 /// registry refused an entry (as `check`), 2 when the registry cannot be
 /// read or a file named with --capabilities does not exist.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:
-  spear-capabilities list --project demo
-  spear-capabilities list --project firmware-a --family boards --task general
-  spear-capabilities list --capabilities examples/capabilities.json --project demo --json")]
+#[command(after_help = examples::help(EXAMPLES))]
 pub(crate) struct Args {
     #[command(flatten)]
     context: ContextArgs,
@@ -57,6 +75,30 @@ fn read_warnings(
         }
     }
     warnings
+}
+
+/// A capability's schema `key`, which a turn is shown as text (compact
+/// JSON, then a note when it was shortened), as `list --json` gives it: the
+/// JSON object under `key` and the note under `<key>_note`; when the text
+/// is not whole JSON (a schema cut at the end), `null` under `key` and the
+/// text as shown under `<key>_text`.
+fn schema_json(capability: &mut Value, key: &str) {
+    let Some(text) = capability.get(key).and_then(Value::as_str) else {
+        return;
+    };
+    let mut values = serde_json::Deserializer::from_str(text).into_iter::<Value>();
+    let (schema, rest) = match values.next() {
+        Some(Ok(schema)) => (schema, text[values.byte_offset()..].trim().to_owned()),
+        _ => {
+            capability[format!("{key}_text")] = json!(text);
+            capability[key] = Value::Null;
+            return;
+        }
+    };
+    if !rest.is_empty() {
+        capability[format!("{key}_note")] = json!(rest);
+    }
+    capability[key] = schema;
 }
 
 impl Args {
@@ -88,6 +130,12 @@ impl Args {
                 .all(|(_, s)| matches!(s, ProviderState::Ready { .. }));
             if self.json {
                 let mut v = serde_json::to_value(shown).unwrap_or_default();
+                if let Some(capabilities) = v["capabilities"].as_array_mut() {
+                    for c in capabilities {
+                        schema_json(c, "schema");
+                        schema_json(c, "output_schema");
+                    }
+                }
                 v["kind"] = json!("shown");
                 v["providers"] = states.iter().map(|(id, s)| state_json(id, s)).collect();
                 v["not_selected"] = left_out
@@ -145,5 +193,33 @@ impl Args {
             unless_refused(&registry, all_ok)
         };
         closing(&session, body).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_schema_shown_as_text_is_given_as_its_json_object_and_its_note() {
+        let mut c = json!({"schema": r#"{"type":"object"}"#});
+        schema_json(&mut c, "schema");
+        assert_eq!(c, json!({"schema": {"type": "object"}}));
+        let mut c =
+            json!({"schema": r#"{"type":"object"} … (schema shortened, 5 of 9 characters shown)"#});
+        schema_json(&mut c, "schema");
+        assert_eq!(
+            c,
+            json!({"schema": {"type": "object"}, "schema_note": "… (schema shortened, 5 of 9 characters shown)"})
+        );
+        let mut c = json!({"schema": r#"{"required":["a"],"prop … (cut)"#});
+        schema_json(&mut c, "schema");
+        assert_eq!(
+            c,
+            json!({"schema": null, "schema_text": r#"{"required":["a"],"prop … (cut)"#})
+        );
+        let mut c = json!({"id": "x"});
+        schema_json(&mut c, "output_schema");
+        assert_eq!(c, json!({"id": "x"}));
     }
 }

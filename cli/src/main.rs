@@ -17,11 +17,13 @@ mod add;
 mod arguments;
 mod audit;
 mod check;
+mod complete;
 mod completions;
 mod disable;
 mod enable;
 mod entry;
 mod error;
+mod examples;
 mod file;
 mod flags;
 mod get;
@@ -44,22 +46,75 @@ mod view;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use error::Failure;
+
+/// The examples of the program as a whole.
+const EXAMPLES: &[examples::Example] = &[
+    examples::Example::new(
+        "spear-capabilities check",
+        "Validate the registry SPEAR reads: each entry, each refusal where it is in the file",
+    ),
+    examples::Example::new(
+        "spear-capabilities add notes --scope 'corpus demo' --read search_notes,get_note -- /opt/notes-mcp/bin/notes-mcp",
+        "Register a server for the project demo, two of its tools READ",
+    ),
+    examples::Example::new(
+        "spear-capabilities get notes --start",
+        "Start its server: each tool with its class and the server's read-only hints",
+    ),
+    examples::Example::new(
+        "spear-capabilities list --project demo",
+        "What a turn in demo is offered: each provider's state, each capability",
+    ),
+    examples::Example::new(
+        "spear-capabilities turn --project demo --command 'spear-capability list'",
+        "Answer a command line as SPEAR answers a turn's",
+    ),
+    examples::Example::new(
+        "spear-capabilities invoke notes/search_notes '{\"query\": \"flaky\"}' --project demo",
+        "One checked call through the whole gateway",
+    ),
+];
 
 /// Check and try SPEAR's external capability providers: what a turn is
 /// shown, and how SPEAR answers its `spear-capability` commands.
 #[derive(Debug, Parser)]
-#[command(name = "spear-capabilities", version)]
+#[command(name = "spear-capabilities", version, after_help = examples::help(EXAMPLES))]
 struct Cli {
     #[command(subcommand)]
     command: Command,
-    /// Write every JSON-RPC line sent to and received from each server to
-    /// FILE, one JSON object a line: time (ms since the epoch), provider,
-    /// direction, line.
-    #[arg(long, global = true, value_name = "FILE")]
-    trace: Option<PathBuf>,
+}
+
+/// The subcommands that start servers, and so take `--trace` (`check` and
+/// `get` with `--start`, the flag that starts them).
+const TRACED: [&str; 5] = ["check", "list", "turn", "invoke", "get"];
+
+/// The CLI as clap parses it, and as its completions and manual pages
+/// describe it: [`Cli`], with `--trace` on each subcommand that starts a
+/// server ([`TRACED`]), and only there.
+pub(crate) fn command() -> clap::Command {
+    Cli::command().mut_subcommands(|sub| {
+        if !TRACED.contains(&sub.get_name()) {
+            return sub;
+        }
+        let starts = sub.get_arguments().any(|a| a.get_id() == "start");
+        let trace = clap::Arg::new("trace")
+            .long("trace")
+            .value_name("FILE")
+            .value_parser(clap::value_parser!(PathBuf))
+            .help(
+                "Write every JSON-RPC line sent to and received from each server to \
+                 FILE, one JSON object a line: time (ms since the epoch), provider, \
+                 direction, line",
+            );
+        sub.arg(if starts {
+            trace.requires("start")
+        } else {
+            trace
+        })
+    })
 }
 
 /// The subcommand enum, one variant a module (`Name => module`: the
@@ -77,6 +132,15 @@ macro_rules! subcommands {
                 match self {
                     $(Command::$name(args) => args.run().await),+
                 }
+            }
+        }
+
+        /// The examples of the subcommand `name` (each module is named as
+        /// its subcommand), for its manual page.
+        fn examples_of(name: &str) -> &'static [examples::Example] {
+            match name {
+                $(stringify!($module) => $module::EXAMPLES,)+
+                _ => &[],
             }
         }
     };
@@ -127,9 +191,16 @@ fn main() -> ExitCode {
     // Best effort: a failure leaves the process as it was.
     #[cfg(any(target_os = "linux", target_os = "android"))]
     let _ = rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable);
-    let cli = Cli::parse();
+    // A TAB's completion request: answered, then exit, before any output.
+    complete::answer_if_asked();
+    let matches = command().get_matches();
+    let trace = matches
+        .subcommand()
+        .and_then(|(_, sub)| sub.try_get_one::<PathBuf>("trace").ok().flatten())
+        .cloned();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     logging();
-    match run(cli) {
+    match run(cli, trace) {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
             if let Some(message) = failure.message() {
@@ -142,8 +213,8 @@ fn main() -> ExitCode {
 
 /// Runs the subcommand on a runtime of its own, until it ends or a signal
 /// ends it (every provider stopped first).
-fn run(cli: Cli) -> Result<(), Failure> {
-    if let Some(path) = &cli.trace {
+fn run(cli: Cli, trace: Option<PathBuf>) -> Result<(), Failure> {
+    if let Some(path) = &trace {
         spear_mcp_stdio::trace_to(path).map_err(|e| {
             Failure::Usage(format!("cannot write the trace to {}: {e}", path.display()))
         })?;

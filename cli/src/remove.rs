@@ -3,11 +3,27 @@
 //! by the locked, atomic writer ([`crate::file`]): every other entry keeps
 //! its bytes.
 
+use clap_complete::ArgValueCandidates;
+
+use crate::complete;
 use crate::error::Failure;
+use crate::examples::{self, Example};
 use crate::file::{self, Edited};
 use crate::flags::RegistryArgs;
 use crate::out::out;
 use crate::tree;
+
+/// The examples of `remove`.
+pub(crate) const EXAMPLES: &[Example] = &[
+    Example::new(
+        "spear-capabilities remove notes",
+        "Take the entry out of the file",
+    ),
+    Example::new(
+        "spear-capabilities remove tracker --capabilities /etc/spear/capabilities.json",
+        "The same in another file",
+    ),
+];
 
 /// Remove an entry from the registry.
 ///
@@ -19,11 +35,10 @@ use crate::tree;
 /// cannot be read, parsed, locked or written, or a file named with
 /// --capabilities does not exist.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:
-  spear-capabilities remove notes
-  spear-capabilities remove tracker --capabilities /etc/spear/capabilities.json")]
+#[command(after_help = examples::help(EXAMPLES))]
 pub(crate) struct Args {
     /// The provider's id.
+    #[arg(add = ArgValueCandidates::new(complete::provider_ids))]
     id: String,
     #[command(flatten)]
     file: RegistryArgs,

@@ -10,16 +10,39 @@
 //! writer ([`crate::file`]).
 
 use clap::ArgGroup;
+use clap_complete::ArgValueCandidates;
 use serde_json::json;
 
+use crate::complete;
 use crate::entry;
 use crate::error::Failure;
+use crate::examples::{self, Example};
 use crate::file::{self, Edited};
 use crate::flags::{EntryFlags, RegistryArgs};
 use crate::out::out;
 use crate::remove::no_such_provider;
 use crate::report::refused_edit;
 use crate::tree::{self, Changes, Unchanged};
+
+/// The examples of `set`.
+pub(crate) const EXAMPLES: &[Example] = &[
+    Example::new(
+        "spear-capabilities set notes --scope 'corpus demo, firmware-a'",
+        "Give an entry a wider scope; nothing else changes",
+    ),
+    Example::new(
+        "spear-capabilities set notes --read search_notes,get_note --write confirm",
+        "Replace its READ tools and its write policy",
+    ),
+    Example::new(
+        "spear-capabilities set tracker --env TRACKER_TOKEN_FILE=/etc/t2 --unset-env OLD_TOKEN",
+        "Set one variable and take another out",
+    ),
+    Example::new(
+        "spear-capabilities set time --capabilities /etc/spear/capabilities.json -- uvx mcp-server-time --local-timezone UTC",
+        "Give it a new command, in another file",
+    ),
+];
 
 /// Change an entry's settings in place; only what is named changes.
 ///
@@ -42,13 +65,10 @@ use crate::tree::{self, Changes, Unchanged};
         .args(EntryFlags::IDS)
         .args(["unset_env", "command"])
 ))]
-#[command(after_help = "Examples:
-  spear-capabilities set notes --scope 'corpus demo, firmware-a'
-  spear-capabilities set notes --read search_notes,get_note --write confirm
-  spear-capabilities set tracker --env TRACKER_TOKEN_FILE=/etc/t2 --unset-env OLD_TOKEN
-  spear-capabilities set time --capabilities /etc/spear/capabilities.json -- uvx mcp-server-time --local-timezone UTC")]
+#[command(after_help = examples::help(EXAMPLES))]
 pub(crate) struct Args {
     /// The provider's id.
+    #[arg(add = ArgValueCandidates::new(complete::provider_ids))]
     id: String,
     #[command(flatten)]
     file: RegistryArgs,

@@ -7,6 +7,7 @@ use serde_json::json;
 use spear_capabilities::Answer;
 
 use crate::error::Failure;
+use crate::examples::{self, Example};
 use crate::flags::ContextArgs;
 use crate::lines::Lines;
 use crate::out::{self, out, out_raw};
@@ -16,6 +17,22 @@ use crate::session::{
     Opened, Output, answer_json, closing, open, print_notices, unless_refused, with_newline,
 };
 
+/// The examples of `turn`.
+pub(crate) const EXAMPLES: &[Example] = &[
+    Example::new(
+        "spear-capabilities turn --project demo < examples/turn.txt",
+        "What a turn is shown, then each line of turn.txt answered as SPEAR would",
+    ),
+    Example::new(
+        "spear-capabilities turn --project demo --command 'spear-capability list'",
+        "One command line, answered",
+    ),
+    Example::new(
+        "spear-capabilities turn --project demo --mode auto --json --command 'spear-capability describe notes/get_note'",
+        "In auto mode (a `confirm` provider's WRITEs run), as JSON Lines",
+    ),
+];
+
 /// Print exactly what a turn is shown, then answer each command as SPEAR
 /// would (the --command values, else each line of standard input).
 ///
@@ -24,10 +41,7 @@ use crate::session::{
 /// registry cannot be read or a file named with --capabilities does not
 /// exist.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:
-  spear-capabilities turn --project demo < examples/turn.txt
-  spear-capabilities turn --project demo --command 'spear-capability list'
-  spear-capabilities turn --project demo --mode auto --json --command 'spear-capability describe notes/get_note'")]
+#[command(after_help = examples::help(EXAMPLES))]
 pub(crate) struct Args {
     #[command(flatten)]
     context: ContextArgs,

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{CLI, on_a_terminal, sibling, text};
+use common::{CLI, bash_complete, on_a_terminal, sibling, text};
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -62,11 +62,11 @@ fn write_registry(dir: &Path, providers: &Value) -> PathBuf {
 }
 
 /// Each capability in `list --json` carries its description and its schema
-/// as the turn is shown them (the text shown holds both), and the exposure
-/// its token estimate, the number the text form says; counts and ids are
-/// numbers.
+/// as the turn is shown them (the text shown holds both), the schema as a
+/// JSON object (issue 46, operator 9), and the exposure its token
+/// estimate, the number the text form says; counts and ids are numbers.
 #[test]
-fn list_json_capabilities_carry_description_schema_and_the_token_estimate() {
+fn list_json_capabilities_carry_description_schema_object_and_the_token_estimate() {
     let out = cli(&demo(&["list", "--json"]));
     let v: Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}{}", text(&out.stdout), text(&out.stderr)));
@@ -75,13 +75,15 @@ fn list_json_capabilities_carry_description_schema_and_the_token_estimate() {
     assert_eq!(caps.len(), 3, "{v}");
     for c in caps {
         let description = c["description"].as_str().expect("description");
-        let schema = c["schema"].as_str().expect("schema, as shown");
+        assert!(c["schema"].is_object(), "a JSON object, not text: {c}");
+        let schema = serde_json::to_string(&c["schema"]).expect("json");
         assert!(!description.is_empty(), "{c}");
         assert!(shown.contains(description), "{c} in {shown}");
         assert!(shown.contains(&format!("arguments: {schema}\n")), "{c}");
-        let parsed: Value = serde_json::from_str(schema).expect("the schema shown is JSON");
-        assert_eq!(parsed["type"], "object", "{c}");
+        assert_eq!(c["schema"]["type"], "object", "{c}");
+        assert!(c.get("schema_note").is_none(), "not shortened: {c}");
     }
+    assert_eq!(caps[0]["schema"]["required"], json!(["query"]));
     assert_eq!(caps[0]["id"], "notes/search_notes");
     assert_eq!(
         caps[0]["description"],
@@ -332,21 +334,7 @@ fn check_and_list_say_a_program_that_cannot_start_in_the_same_words() {
 /// subcommand, and `man --dir` writes a page for each with its flags.
 #[test]
 fn completions_and_man_pages_are_generated_from_the_clap_definitions() {
-    let complete = |words: &str, current: usize| {
-        let script = format!(
-            "source <('{CLI}' completions bash) || exit 3
-             f=$(complete -p spear-capabilities | sed -n 's/.*-F \\([^ ]*\\) .*/\\1/p')
-             COMP_WORDS=({words}); COMP_CWORD={current}
-             \"$f\" spear-capabilities \"${{COMP_WORDS[$COMP_CWORD]}}\" \"${{COMP_WORDS[$COMP_CWORD-1]}}\"
-             printf '%s\\n' \"${{COMPREPLY[@]}}\""
-        );
-        let out = Command::new("bash")
-            .args(["-c", &script])
-            .output()
-            .expect("bash runs");
-        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-        text(&out.stdout)
-    };
+    let complete = |words: &str, current: usize| bash_complete(words, current, &[]);
     let subcommands = complete("spear-capabilities li", 1);
     assert_eq!(subcommands.trim(), "list", "{subcommands}");
     let flags = complete("spear-capabilities check --cap", 2);
@@ -359,7 +347,10 @@ fn completions_and_man_pages_are_generated_from_the_clap_definitions() {
     let zsh = text(&cli(&["completions", "zsh"]).stdout);
     assert!(zsh.starts_with("#compdef spear-capabilities\n"), "{zsh}");
     let fish = text(&cli(&["completions", "fish"]).stdout);
-    assert!(fish.contains("complete -c spear-capabilities "), "{fish}");
+    assert!(
+        fish.contains("complete --keep-order --exclusive --command spear-capabilities "),
+        "{fish}"
+    );
     let bad = cli(&["completions", "tcsh"]);
     assert_eq!(bad.status.code(), Some(2));
 

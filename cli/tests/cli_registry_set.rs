@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{CLI, cli, registry, text, utf8 as s};
+use common::{CLI, bash_complete, cli, registry, text, utf8 as s};
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -330,10 +330,15 @@ fn twenty_concurrent_sets_and_adds_keep_every_change() {
 /// definitions, so they know the three subcommands and their flags.
 #[test]
 fn completions_and_manual_pages_know_set_enable_and_disable() {
-    let bash = text(&cli(&["completions", "bash"]).stdout);
-    for word in ["set", "enable", "disable", "--unset-env"] {
-        assert!(bash.contains(word), "bash completion lacks {word}");
+    let subcommands = bash_complete("spear-capabilities ''", 1, &[]);
+    for word in ["set", "enable", "disable"] {
+        assert!(
+            subcommands.lines().any(|l| l == word),
+            "bash completion lacks {word}: {subcommands}"
+        );
     }
+    let flag = bash_complete("spear-capabilities set notes --unset", 3, &[]);
+    assert_eq!(flag.trim(), "--unset-env", "{flag}");
     let dir = tempfile::tempdir().expect("tempdir");
     let out = cli(&["man", "--dir", s(dir.path())]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));

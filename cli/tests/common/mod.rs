@@ -166,3 +166,24 @@ pub fn audit_verify(files: &[&Path], args: &[&str]) -> Output {
         .output()
         .expect("runs")
 }
+
+/// What bash completes for `words` (the line as bash splits it) with the
+/// word at `current` under the cursor, through the script `completions
+/// bash` prints, run with `env` set: one candidate a line.
+pub fn bash_complete(words: &str, current: usize, env: &[(&str, &str)]) -> String {
+    let script = format!(
+        "source <('{CLI}' completions bash) || exit 3
+         f=$(complete -p spear-capabilities | sed -n 's/.*-F \\([^ ]*\\) .*/\\1/p')
+         COMP_WORDS=({words}); COMP_CWORD={current}
+         \"$f\" spear-capabilities \"${{COMP_WORDS[$COMP_CWORD]}}\" \"${{COMP_WORDS[$COMP_CWORD-1]}}\"
+         printf '%s\\n' \"${{COMPREPLY[@]}}\""
+    );
+    let out = Command::new("bash")
+        .args(["-c", &script])
+        .env_remove("SPEAR_CAPABILITIES_FILE")
+        .envs(env.iter().copied())
+        .output()
+        .expect("bash runs");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    text(&out.stdout)
+}
