@@ -189,8 +189,7 @@ fn main() -> ExitCode {
     // A server runs as our user: non-dumpable, this process's memory and
     // environment are closed to it (ptrace, /proc/<pid>/mem, environ).
     // Best effort: a failure leaves the process as it was.
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    let _ = rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable);
+    let _ = spear_providers::set_non_dumpable();
     // A TAB's completion request: answered, then exit, before any output.
     complete::answer_if_asked();
     let matches = command().get_matches();

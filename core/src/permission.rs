@@ -82,6 +82,47 @@ impl WriteRequest {
 }
 
 /// A session's permission mode, as far as WRITE capabilities go.
+///
+/// # Example
+///
+/// A mode of SPEAR's own: WRITEs of the capabilities the deployment lists
+/// run, every other WRITE is refused (the gateway has already refused a
+/// `refuse` policy, whatever the mode says).
+///
+/// ```
+/// use std::collections::BTreeSet;
+/// use std::sync::Arc;
+///
+/// use spear_capabilities::serde_json::Map;
+/// use spear_capabilities::{
+///     PermissionMode, SessionOptions, WritePolicy, WriteRequest, async_trait,
+/// };
+///
+/// #[derive(Debug)]
+/// struct Listed(BTreeSet<String>);
+///
+/// #[async_trait]
+/// impl PermissionMode for Listed {
+///     fn name(&self) -> &str {
+///         "listed" // in messages and in the audit trail's `mode`
+///     }
+///
+///     async fn allow_write(&self, _policy: WritePolicy, request: &WriteRequest) -> bool {
+///         self.0.contains(&request.capability)
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let mode = Listed(BTreeSet::from(["notes/add_note".to_owned()]));
+/// let add = WriteRequest::new("notes/add_note", &Map::new());
+/// let wipe = WriteRequest::new("notes/drop_all", &Map::new());
+/// assert!(mode.allow_write(WritePolicy::Confirm, &add).await);
+/// assert!(!mode.allow_write(WritePolicy::Allow, &wipe).await);
+/// // A session takes it as it takes a built-in mode.
+/// let _options = SessionOptions::new("session-1", Arc::new(mode));
+/// # }
+/// ```
 #[async_trait]
 pub trait PermissionMode: Send + Sync {
     /// The mode's name for messages and the audit trail, e.g. `ask`.

@@ -317,6 +317,76 @@ impl ProviderInfo {
 /// The core only ever holds `Arc<dyn Provider>`. Implementations must be
 /// cancel-safe in the sense that dropping a pending future of one call leaves
 /// the provider usable for the others.
+///
+/// # Example
+///
+/// A provider answered in the process, with one tool. A kind's `connect`
+/// returns it as an `Arc<dyn Provider>` ([`ProviderKind`](crate::ProviderKind);
+/// `examples/custom-kind/` is a whole kind), and `spear_testkit::conformance`
+/// is the suite every provider should pass.
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicBool, Ordering};
+///
+/// use spear_capabilities::serde_json::{Map, json};
+/// use spear_capabilities::{
+///     CallRequest, CallResult, Error, Provider, ProviderInfo, ToolList, ToolSpec, async_trait,
+/// };
+///
+/// #[derive(Debug, Default)]
+/// struct Capitals {
+///     stopped: AtomicBool,
+/// }
+///
+/// #[async_trait]
+/// impl Provider for Capitals {
+///     fn id(&self) -> &str {
+///         "capitals"
+///     }
+///
+///     fn info(&self) -> ProviderInfo {
+///         ProviderInfo::new("capitals").with_detail("version", "1")
+///     }
+///
+///     async fn list_tools(&self) -> Result<ToolList, Error> {
+///         let schema = json!({"type": "object", "required": ["text"],
+///                             "properties": {"text": {"type": "string"}}});
+///         let upper = ToolSpec::new("upper", schema).with_description("The text in capitals.");
+///         Ok(ToolList::new(vec![upper]))
+///     }
+///
+///     async fn call_tool(&self, request: CallRequest) -> Result<CallResult, Error> {
+///         if self.stopped.load(Ordering::Acquire) {
+///             return Err(Error::ShutDown { provider: self.id().to_owned() });
+///         }
+///         // The gateway has checked the arguments against the schema.
+///         let text = request.arguments.get("text").and_then(|t| t.as_str());
+///         Ok(CallResult::text(text.unwrap_or_default().to_uppercase()))
+///     }
+///
+///     fn failure(&self) -> Option<Error> {
+///         None // nothing of its own (a process, a connection) can fail
+///     }
+///
+///     async fn shutdown(&self) -> Result<(), Error> {
+///         self.stopped.store(true, Ordering::Release);
+///         Ok(())
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Error> {
+/// let provider: Arc<dyn Provider> = Arc::new(Capitals::default());
+/// assert_eq!(provider.list_tools().await?.tools[0].name, "upper");
+/// let mut arguments = Map::new();
+/// arguments.insert("text".into(), json!("ship it"));
+/// let result = provider.call_tool(CallRequest::new("upper", arguments)).await?;
+/// assert_eq!(result, CallResult::text("SHIP IT"));
+/// provider.shutdown().await?;
+/// # Ok(())
+/// # }
+/// ```
 #[async_trait]
 pub trait Provider: Debug + Send + Sync + 'static {
     /// The provider's registered id.

@@ -15,6 +15,8 @@ use spear_capabilities::{
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // Servers run as our user: our memory and environment closed to them.
+    spear_providers::set_non_dumpable()?;
     // The audit trail is the deployment's own: here, JSON Lines on stderr.
     let audit = Audit::new(Arc::new(JsonLinesSink::new(std::io::stderr())));
     // The registry, read with the built-in kinds (mcp-stdio).

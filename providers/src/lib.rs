@@ -10,6 +10,11 @@
 //! assert_eq!(kinds.names(), spear_providers::BUILT_IN_KINDS);
 //! ```
 //!
+//! What is a kind's own is reachable from here too: [`mcp_stdio`] is the
+//! `mcp-stdio` kind (its limits, `--trace`'s library side), and
+//! [`set_non_dumpable`] closes the embedder's memory and environment to
+//! the servers it starts.
+//!
 //! The operator CLI `spear-capabilities` is its own package (`cli/`), so
 //! that linking the kinds costs an embedder only the kinds.
 #![forbid(unsafe_code)]
@@ -17,6 +22,11 @@
 use std::path::Path;
 
 use spear_capabilities::{Audit, Error, Kinds, Registry};
+
+/// The `mcp-stdio` kind (crate `spear-mcp-stdio`): its limits
+/// (`MAX_LINE`, `MAX_PAGES`, ...), `trace_to` (every JSON-RPC line to a
+/// file, the CLI's `--trace`), without a dependency of the embedder's own.
+pub use spear_mcp_stdio as mcp_stdio;
 
 /// The names of the built-in kinds, sorted.
 pub const BUILT_IN_KINDS: &[&str] = &[spear_mcp_stdio::NAME];
@@ -37,6 +47,29 @@ pub fn kinds() -> Result<Kinds, Error> {
 /// As [`Registry::load`].
 pub fn registry(path: &Path, audit: &Audit) -> Result<Registry, Error> {
     Registry::load(path, &kinds()?, audit)
+}
+
+/// Marks this process non-dumpable (Linux: `prctl(PR_SET_DUMPABLE, 0)`).
+///
+/// A server runs as the embedder's user, and a process of the same user
+/// can read another's `/proc/<pid>/environ` and memory unless that one is
+/// non-dumpable; it also stops core dumps of the process. Call it once,
+/// before the first session starts a server. The operator CLI calls it at
+/// its start.
+///
+/// # Errors
+/// The OS's error when the flag cannot be set; `Unsupported` on a system
+/// other than Linux or Android, where there is no such flag.
+pub fn set_non_dumpable() -> std::io::Result<()> {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        use rustix::process::{DumpableBehavior, set_dumpable_behavior};
+        set_dumpable_behavior(DumpableBehavior::NotDumpable).map_err(std::io::Error::from)
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    {
+        Err(std::io::ErrorKind::Unsupported.into())
+    }
 }
 
 /// The README's embedding program, compiled as a doc test.
