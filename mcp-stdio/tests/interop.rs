@@ -88,6 +88,10 @@ fn captured_tools(relative: &str) -> Vec<ToolSpec> {
             if let Some(output) = t.get("outputSchema") {
                 spec = spec.with_output_schema(output.clone());
             }
+            // The operator's hint (`get --start`), read as given.
+            if let Some(read_only) = t["annotations"]["readOnlyHint"].as_bool() {
+                spec = spec.with_read_only_hint(read_only);
+            }
             spec
         })
         .collect()
