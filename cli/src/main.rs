@@ -39,6 +39,7 @@ mod report;
 mod session;
 mod set;
 mod starting;
+mod trace;
 mod tree;
 mod turn;
 mod view;
@@ -47,6 +48,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{Layer, Registry};
 
 use error::Failure;
 
@@ -164,25 +168,29 @@ subcommands! {
 
 /// Writes the libraries' `tracing` events to stderr when `RUST_LOG` is set
 /// (read as `tracing-subscriber`'s `EnvFilter` reads it); nothing otherwise.
-/// Never on stdout, where `--json` output goes.
-fn logging() {
-    let Some(directives) = std::env::var_os("RUST_LOG") else {
-        return;
-    };
-    let filter = match tracing_subscriber::EnvFilter::try_from_default_env() {
-        Ok(filter) => filter,
-        Err(e) => {
-            out::tell(format_args!(
-                "RUST_LOG={} is not a filter ({e}); logging is off",
-                directives.to_string_lossy()
-            ));
-            return;
-        }
-    };
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
+/// Never on stdout, where `--json` output goes. `trace`, `--trace`'s layer,
+/// goes beside it.
+fn logging(trace: Option<impl Layer<Registry> + Send + Sync>) {
+    let filter = std::env::var_os("RUST_LOG").and_then(|directives| {
+        tracing_subscriber::EnvFilter::try_from_default_env()
+            .inspect_err(|e| {
+                out::tell(format_args!(
+                    "RUST_LOG={} is not a filter ({e}); logging is off",
+                    directives.to_string_lossy()
+                ));
+            })
+            .ok()
+    });
+    let log = filter.map(|filter| {
+        let stderr = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+        stderr.with_filter(filter)
+    });
+    if trace.is_some() || log.is_some() {
+        let _ = tracing_subscriber::registry()
+            .with(trace)
+            .with(log)
+            .try_init();
+    }
 }
 
 fn main() -> ExitCode {
@@ -198,7 +206,6 @@ fn main() -> ExitCode {
         .and_then(|(_, sub)| sub.try_get_one::<PathBuf>("trace").ok().flatten())
         .cloned();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
-    logging();
     match run(cli, trace) {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
@@ -213,11 +220,13 @@ fn main() -> ExitCode {
 /// Runs the subcommand on a runtime of its own, until it ends or a signal
 /// ends it (every provider stopped first).
 fn run(cli: Cli, trace: Option<PathBuf>) -> Result<(), Failure> {
-    if let Some(path) = &trace {
-        spear_mcp_stdio::trace_to(path).map_err(|e| {
+    let trace = match &trace {
+        Some(path) => Some(trace::layer(path).map_err(|e| {
             Failure::Usage(format!("cannot write the trace to {}: {e}", path.display()))
-        })?;
-    }
+        })?),
+        None => None,
+    };
+    logging(trace);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -328,6 +328,45 @@ fn check_and_list_say_a_program_that_cannot_start_in_the_same_words() {
     assert!(!check.contains("not found on PATH"), "{check}");
 }
 
+/// Issue 42.10: one resolver for `check` and the start. With no `PATH` of
+/// ours (so the server gets none), a bare name is looked up where execvp(3)
+/// looks, `/bin:/usr/bin`, by both: `check` passes what `list` starts, and
+/// refuses, in the same words, what `list` cannot start.
+#[test]
+fn with_path_unset_check_and_the_start_agree() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fixture = sibling("spear-fixture-server");
+    let file = write_registry(
+        dir.path(),
+        &json!([
+            {"id": "viash", "command": ["sh", "-c", "exec \"$0\"", fixture], "scope": "global"},
+            {"id": "missing", "command": ["spear-no-such-server"], "scope": "global"},
+        ]),
+    );
+    let file = file.to_str().expect("utf8");
+    let without_path = |args: &[&str]| {
+        Command::new(CLI)
+            .args(args)
+            .env_remove("PATH")
+            .env_remove("SPEAR_CAPABILITIES_FILE")
+            .env_remove("NO_COLOR")
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .output()
+            .expect("runs")
+    };
+    let check = text(&without_path(&["check", file]).stdout);
+    let list = text(&without_path(&["list", "--capabilities", file, "--project", "p"]).stdout);
+    assert!(!check.contains("cannot start `sh`"), "{check}");
+    assert!(list.contains("  ok       viash: ready in "), "{list}");
+    let words = "cannot start `spear-no-such-server`: No such file or directory (os error 2)";
+    assert!(check.contains(&format!("           {words}\n")), "{check}");
+    assert!(
+        list.contains(&format!("did not start: {words}\n")),
+        "{list}"
+    );
+}
+
 /// The completion scripts and the manual pages come from the clap
 /// definitions: bash completes a subcommand and `check`'s flags; zsh and
 /// fish scripts name the program; `man` is a roff page listing every

@@ -455,3 +455,39 @@ fn trace_records_every_json_rpc_line_with_provider_and_time() {
             .all(|r| r["provider"] == "notes" && r["time"].as_u64().is_some_and(|t| t > 0))
     );
 }
+
+/// Issue 42.13: the trace holds what the servers are sent and say, so it is
+/// created readable by its owner only (0600, as the registry is), whatever
+/// the umask; a file that was there is narrowed and emptied.
+#[test]
+fn the_trace_file_is_readable_by_its_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fresh = dir.path().join("fresh.jsonl");
+    let old = dir.path().join("old.jsonl");
+    std::fs::write(&old, "an earlier trace\n").expect("write");
+    std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    for trace in [&fresh, &old] {
+        let mut args = vec!["list"];
+        args.extend(CONTEXT);
+        args.extend(["--trace", trace.to_str().expect("utf8")]);
+        require_example_server();
+        let out = Command::new("sh")
+            .args(["-c", "umask 022; exec \"$0\" \"$@\""])
+            .arg(env!("CARGO_BIN_EXE_spear-capabilities"))
+            .args(&args)
+            .current_dir(root())
+            .env_remove("SPEAR_CAPABILITIES_FILE")
+            .stdin(Stdio::null())
+            .output()
+            .expect("runs");
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let mode = std::fs::metadata(trace)
+            .expect("the trace")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "{}: {mode:o}", trace.display());
+        let written = std::fs::read_to_string(trace).expect("read");
+        assert!(written.starts_with("{\"direction\":\"sent\""), "{written}");
+    }
+}

@@ -314,9 +314,35 @@ impl ProviderInfo {
 
 /// A started provider: a source of tools.
 ///
-/// The core only ever holds `Arc<dyn Provider>`. Implementations must be
-/// cancel-safe in the sense that dropping a pending future of one call leaves
-/// the provider usable for the others.
+/// The core only ever holds `Arc<dyn Provider>`.
+///
+/// # Contract
+///
+/// Who times what, so that no rule is kept by two timers:
+///
+/// - **A call's deadline is its caller's.** The gateway bounds each
+///   [`Provider::call_tool`] by the entry's `timeout` (and a second's grace,
+///   its own checks included) and drops the call's future when it passes. A
+///   kind sets no deadline of its own on a call.
+/// - **A start's own requests are the kind's.** Inside
+///   [`ProviderKind::connect`](crate::ProviderKind::connect) and
+///   [`Provider::list_tools`], each request the caller cannot see into (an
+///   MCP server's `initialize`, each page of its listing) is bounded by the
+///   kind, by [`ConnectRequest::start_timeout`](crate::ConnectRequest::start_timeout).
+///   The caller bounds the start as a whole (its start budget) and may drop
+///   its future.
+///
+/// What a dropped future means:
+///
+/// - Dropping a `call_tool` future abandons **that call only**: the kind
+///   tells its server when it can (MCP: `notifications/cancelled`), forgets
+///   the call's answer when it comes, and stays usable: the next call is
+///   answered at once, and [`Provider::failure`] does not report it.
+/// - Dropping a `list_tools` future abandons the listing; dropping a
+///   `connect` future releases what it started.
+///
+/// `spear_testkit::conformance` holds every kind to this
+/// (`a_dropped_call_is_abandoned_alone`).
 ///
 /// # Example
 ///
@@ -415,7 +441,7 @@ pub trait Provider: Debug + Send + Sync + 'static {
     /// error; any other error means the provider itself failed.
     ///
     /// # Cancel safety
-    /// Dropping the future abandons this call only.
+    /// Dropping the future abandons this call only (see the contract above).
     async fn call_tool(&self, request: CallRequest) -> Result<CallResult, Error>;
 
     /// Why the provider has failed, if it knows without being asked: its

@@ -3,52 +3,40 @@
 
 use std::borrow::Cow;
 use std::io;
-use std::ops::Range;
 use std::pin::Pin;
-use std::task::{Context, Poll, ready};
 
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
-use tokio::io::{AsyncRead, ReadBuf};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, BufReader};
 
 /// The longest line accepted from a server, newline included.
 pub const MAX_LINE: usize = 16 * 1024 * 1024;
 
-/// Reads one line of at most `limit` bytes without buffering more than that.
+/// Reads lines of at most `limit` bytes from a server's stdout.
 ///
-/// Lines are handed out of the read buffer itself, without a copy. The
-/// buffer is sized by use: it starts at [`FIRST_READ`] bytes (most answers
-/// are far smaller), doubles up to [`MOST_READ`] while reads keep filling
-/// it, grows past that only to hold one long line, and goes back to its
-/// size once such a line is consumed. An idle connection so holds a few KiB,
-/// not a 64 KiB buffer it once needed.
-///
-/// The buffer lives as long as the reader, so a line that arrives in pieces
-/// is never lost, whatever drops the future that waits for it.
+/// Bytes come through a [`BufReader`]; a line that is whole in its buffer
+/// is handed out of it without a copy, a longer one is gathered up to the
+/// bound (so memory stays bounded while it streams in) and its memory given
+/// back once it is consumed. What was read lives as long as the reader, so
+/// a line that arrives in pieces is never lost, whatever drops the future
+/// that waits for it.
 #[derive(Debug)]
 pub(crate) struct LineReader<R> {
-    inner: R,
-    /// The read buffer, every byte of it initialised (zeroed when it grows),
-    /// so that reads need no unsafe code; `buf[start..end]` is read and not
-    /// handed out yet.
-    buf: Vec<u8>,
-    start: usize,
-    end: usize,
-    /// `buf[start..scanned]` holds no newline.
-    scanned: usize,
-    /// The size the next empty buffer gets.
-    want: usize,
+    inner: BufReader<R>,
+    /// A line longer than what the buffer held, gathered so far.
+    long: Vec<u8>,
+    /// Bytes of the buffer handed out with the last line, consumed at the
+    /// next read.
+    handed: usize,
+    /// `long` was handed out: cleared at the next read.
+    long_handed: bool,
     limit: usize,
 }
 
-/// The first read buffer's size.
-const FIRST_READ: usize = 4 * 1024;
-/// The most a read buffer grows to while lines are short.
-const MOST_READ: usize = 64 * 1024;
-/// Less room than this, and the buffer is compacted (or grown) first.
-const LEAST_READ: usize = 512;
+/// What a reader buffers, as rmcp's `BufReader` does.
+const READ_BUFFER: usize = 8 * 1024;
 
 /// Why no line could be read.
 #[derive(Debug)]
@@ -61,13 +49,16 @@ pub(crate) enum ReadError {
 
 impl<R: AsyncRead + Unpin> LineReader<R> {
     pub(crate) fn new(inner: R, limit: usize) -> Self {
+        Self::with_capacity(READ_BUFFER, inner, limit)
+    }
+
+    /// A reader whose buffer holds `capacity` bytes.
+    pub(crate) fn with_capacity(capacity: usize, inner: R, limit: usize) -> Self {
         Self {
-            inner,
-            buf: Vec::new(),
-            start: 0,
-            end: 0,
-            scanned: 0,
-            want: FIRST_READ,
+            inner: BufReader::with_capacity(capacity, inner),
+            long: Vec::new(),
+            handed: 0,
+            long_handed: false,
             limit,
         }
     }
@@ -83,110 +74,47 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
     /// # Cancel safety
     /// Dropping the future loses nothing: what was read stays buffered.
     pub(crate) async fn next_line(&mut self) -> Result<Option<&[u8]>, ReadError> {
-        let line = std::future::poll_fn(|cx| self.poll_line(cx)).await?;
-        Ok(line.map(|line| self.line(line)))
-    }
-
-    /// The line at `at`, as [`LineReader::poll_line`] gave it, valid until
-    /// the next poll.
-    pub(crate) fn line(&self, at: Range<usize>) -> &[u8] {
-        without_cr(&self.buf[at])
-    }
-
-    /// Where the next line is in the buffer (see [`LineReader::line`]), or
-    /// `None` at end of file; `Pending` once everything the pipe held is
-    /// read and no line is whole, with `cx`'s waker registered with the
-    /// pipe (replacing the waker of whoever polled before).
-    pub(crate) fn poll_line(
-        &mut self,
-        cx: &mut Context<'_>,
-    ) -> Poll<Result<Option<Range<usize>>, ReadError>> {
-        loop {
-            if let Some(line) = self.buffered() {
-                return Poll::Ready(line.map(Some));
-            }
-            let pending = self.end - self.start;
-            let room = self.room();
-            let mut read = ReadBuf::new(&mut self.buf[self.end..self.end + room]);
-            ready!(Pin::new(&mut self.inner).poll_read(cx, &mut read)).map_err(ReadError::Io)?;
-            let n = read.filled().len();
-            if n == 0 {
-                if pending == 0 {
-                    return Poll::Ready(Ok(None));
-                }
-                let from = self.start;
-                self.start = self.end;
-                self.scanned = self.start;
-                return Poll::Ready(Ok(Some(from..self.end)));
-            }
-            self.filled(n, room);
-        }
-    }
-
-    /// The next whole line in the buffer, or the bound's error; `None` when
-    /// more must be read (after which there is room for it).
-    fn buffered(&mut self) -> Option<Result<Range<usize>, ReadError>> {
-        let unscanned = &self.buf[self.scanned..self.end];
-        if let Some(i) = memchr::memchr(b'\n', unscanned) {
-            let newline = self.scanned + i;
-            if newline + 1 - self.start > self.limit {
-                return Some(Err(ReadError::TooLong));
-            }
-            let from = self.start;
-            self.start = newline + 1;
-            self.scanned = self.start;
-            return Some(Ok(from..newline));
-        }
-        self.scanned = self.end;
-        // Even its newline would not fit.
-        if self.end - self.start >= self.limit {
-            return Some(Err(ReadError::TooLong));
-        }
-        self.make_room();
-        None
-    }
-
-    /// How much the next read may take: what the buffer has room for, and
-    /// no more than the line's bound allows.
-    fn room(&self) -> usize {
-        (self.buf.len() - self.end).min(self.limit - (self.end - self.start))
-    }
-
-    /// `n` bytes were read into a room of `room`.
-    fn filled(&mut self, n: usize, room: usize) {
-        self.end += n;
-        if n == room && self.want < MOST_READ {
-            // Reads fill the buffer: the next one may take more at once.
-            self.want *= 2;
-        }
-    }
-
-    /// Frees what was handed out, and leaves room for one more read.
-    fn make_room(&mut self) {
-        if self.start == self.end {
-            self.start = 0;
-            self.end = 0;
-            self.scanned = 0;
-            if self.buf.len() > MOST_READ {
+        Pin::new(&mut self.inner).consume(std::mem::take(&mut self.handed));
+        if std::mem::take(&mut self.long_handed) {
+            self.long.clear();
+            if self.long.capacity() > 8 * READ_BUFFER {
                 // A long line must not pin its memory for the whole session.
-                self.buf = Vec::new();
-            }
-            if self.buf.len() < self.want {
-                self.buf = vec![0; self.want];
-            }
-        } else if self.buf.len() - self.end < LEAST_READ {
-            if self.start > 0 {
-                self.buf.copy_within(self.start..self.end, 0);
-                self.end -= self.start;
-                self.scanned -= self.start;
-                self.start = 0;
-            }
-            if self.buf.len() - self.end < LEAST_READ {
-                // One line longer than the buffer: grow as a Vec does.
-                let grown = (self.buf.len() * 2).max(self.end + self.want);
-                self.buf.resize(grown, 0);
+                self.long = Vec::new();
             }
         }
+        let in_buffer = loop {
+            let buf = self.inner.fill_buf().await.map_err(ReadError::Io)?;
+            let (n, newline) = match memchr::memchr(b'\n', buf) {
+                Some(i) => (i, true),
+                None => (buf.len(), false),
+            };
+            // Even its newline would not fit.
+            if self.long.len() + n >= self.limit {
+                return Err(ReadError::TooLong);
+            }
+            if n == 0 && !newline {
+                // End of file.
+                if self.long.is_empty() {
+                    return Ok(None);
+                }
+                break false;
+            }
+            if newline && self.long.is_empty() {
+                self.handed = n + 1;
+                break true;
+            }
+            self.long.extend_from_slice(&buf[..n]);
+            Pin::new(&mut self.inner).consume(n + usize::from(newline));
+            if newline {
+                break false;
+            }
+        };
+        Ok(Some(if in_buffer {
+            without_cr(&self.inner.buffer()[..self.handed - 1])
+        } else {
+            self.long_handed = true;
+            without_cr(&self.long)
+        }))
     }
 }
 
@@ -227,8 +155,9 @@ pub(crate) enum Outcome {
     Result(Box<RawValue>),
     /// A JSON-RPC error: code and message.
     Error(i64, String),
-    /// An answer that breaks JSON-RPC 2.0, and how.
-    Malformed(&'static str),
+    /// An answer that cannot be read, or breaks JSON-RPC 2.0: what it is,
+    /// as "the server's answer to this call {it}" says it.
+    Unreadable(String),
 }
 
 /// The members of a message this client reads; any other is skipped. A
@@ -255,17 +184,22 @@ fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::
 /// Classifies one line.
 pub(crate) fn decode(line: &[u8]) -> Incoming {
     // JSON text is UTF-8 (RFC 8259).
-    let Ok(line) = std::str::from_utf8(line) else {
-        return Incoming::Junk;
+    let text = match std::str::from_utf8(line) {
+        Ok(text) => text,
+        Err(e) => return unreadable(line, format!("it is not UTF-8: {e}")),
     };
-    if line.trim_ascii_start().starts_with('[') {
-        return match serde_json::from_str::<IgnoredAny>(line) {
+    if text.trim_ascii_start().starts_with('[') {
+        return match serde_json::from_str::<IgnoredAny>(text) {
             Ok(_) => Incoming::Batch,
             Err(_) => Incoming::Junk,
         };
     }
-    let Ok(message) = serde_json::from_str::<Envelope<'_>>(line) else {
-        return Incoming::Junk;
+    let message = match serde_json::from_str::<Envelope<'_>>(text) {
+        Ok(message) => message,
+        Err(_) if text.starts_with('\u{feff}') => {
+            return unreadable(line, "it begins with a byte-order mark".into());
+        }
+        Err(e) => return unreadable(line, e.to_string()),
     };
     let version = message.jsonrpc.as_deref() == Some("2.0");
     if let Some(method) = message
@@ -287,13 +221,42 @@ pub(crate) fn decode(line: &[u8]) -> Incoming {
         .id
         .and_then(|id| serde_json::from_str::<u64>(id.get()).ok());
     let outcome = match (message.result, message.error) {
-        _ if !version => Outcome::Malformed("it is not JSON-RPC 2.0"),
+        _ if !version => malformed("it is not JSON-RPC 2.0"),
         (Some(result), None) => Outcome::Result(result.to_owned()),
         (None, Some(error)) => error_object(error),
-        (Some(_), Some(_)) => Outcome::Malformed("it holds both a result and an error"),
-        (None, None) => Outcome::Malformed("it holds neither a result nor an error"),
+        (Some(_), Some(_)) => malformed("it holds both a result and an error"),
+        (None, None) => malformed("it holds neither a result nor an error"),
     };
     Incoming::Response { id, outcome }
+}
+
+fn malformed(how: &str) -> Outcome {
+    Outcome::Unreadable(format!("is not valid JSON-RPC: {how}"))
+}
+
+/// A line that cannot be read as a message (`why`): read leniently (what is
+/// not UTF-8 replaced, a byte-order mark left out, control characters as
+/// blanks, a member given twice as its last), an answer (a `result` or an
+/// `error`, no `method`) under an id is an answer that cannot be read, so
+/// that its request fails at once; anything else is junk.
+fn unreadable(line: &[u8], why: String) -> Incoming {
+    let text: String = String::from_utf8_lossy(line)
+        .trim_start_matches('\u{feff}')
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let Ok(Value::Object(message)) = serde_json::from_str::<Value>(&text) else {
+        return Incoming::Junk;
+    };
+    let answer = !message.contains_key("method")
+        && (message.contains_key("result") || message.contains_key("error"));
+    match message.get("id").and_then(Value::as_u64) {
+        Some(id) if answer => Incoming::Response {
+            id: Some(id),
+            outcome: Outcome::Unreadable(format!("cannot be read: {why}")),
+        },
+        _ => Incoming::Junk,
+    }
 }
 
 fn is_string_or_number(id: &RawValue) -> bool {
@@ -308,7 +271,7 @@ fn error_object(error: &RawValue) -> Outcome {
             let message = error.get("message").and_then(Value::as_str).unwrap_or("");
             Outcome::Error(code, message.to_owned())
         }
-        None => Outcome::Malformed("its error has no integer code"),
+        None => malformed("its error has no integer code"),
     }
 }
 
@@ -364,7 +327,8 @@ mod tests {
     use super::*;
 
     async fn lines(input: &[u8], limit: usize) -> Vec<Result<Vec<u8>, String>> {
-        let mut reader = LineReader::new(tokio::io::BufReader::with_capacity(4, input), limit);
+        // A buffer of 4 bytes: lines arrive in pieces.
+        let mut reader = LineReader::with_capacity(4, input, limit);
         let mut out = Vec::new();
         loop {
             match reader.next_line().await {
@@ -381,30 +345,36 @@ mod tests {
 
     #[tokio::test]
     async fn lines_split_on_newline_and_drop_a_trailing_cr() {
-        let got = lines(b"one\r\ntwo\n\nthree", 100).await;
         let want: Vec<Result<Vec<u8>, String>> = vec![
             Ok(b"one".to_vec()),
             Ok(b"two".to_vec()),
             Ok(b"".to_vec()),
             Ok(b"three".to_vec()),
         ];
-        assert_eq!(got, want);
+        assert_eq!(lines(b"one\r\ntwo\n\nthree", 100).await, want);
+        let mut whole = LineReader::new(&b"one\r\ntwo\n\nthree"[..], 100);
+        for line in want {
+            assert_eq!(
+                whole.next_line().await.expect("read").map(<[u8]>::to_vec),
+                line.ok()
+            );
+        }
+        assert_eq!(whole.next_line().await.expect("read"), None);
     }
 
     #[tokio::test]
     async fn a_line_past_the_bound_is_refused_before_it_is_buffered() {
         let got = lines(b"12345678\n123456789\nnext\n", 9).await;
         assert_eq!(got, vec![Ok(b"12345678".to_vec()), Err("too long".into())]);
-        let mut reader = LineReader::new(&b"0123456789abcdef"[..], 8);
+        let mut reader = LineReader::with_capacity(4, &b"0123456789abcdef"[..], 8);
         assert!(matches!(reader.next_line().await, Err(ReadError::TooLong)));
-        assert!(reader.end <= 8, "buffered {}", reader.end);
+        assert!(reader.long.len() < 8, "gathered {}", reader.long.len());
     }
 
-    /// A line many buffers long is whole; once it and the lines read with
-    /// it are consumed the buffer is back to at most [`MOST_READ`]; a reader
-    /// that read one small answer holds [`FIRST_READ`].
+    /// A line many buffers long is whole; once it is consumed its memory is
+    /// given back, and short lines come out of the buffer itself.
     #[tokio::test]
-    async fn buffers_are_sized_by_use() {
+    async fn a_long_line_leaves_no_long_buffer_behind() {
         let long = vec![b'a'; 300 * 1024];
         let mut input = long.clone();
         input.extend_from_slice(b"\r\nshort\n");
@@ -413,19 +383,21 @@ mod tests {
         }
         let mut reader = LineReader::new(&input[..], 1 << 20);
         assert_eq!(reader.next_line().await.expect("read"), Some(&long[..]));
-        assert!(reader.buf.len() >= long.len());
+        assert!(reader.long.capacity() >= long.len());
         assert_eq!(reader.next_line().await.expect("read"), Some(&b"short"[..]));
+        assert_eq!(
+            reader.long.capacity(),
+            0,
+            "the long line's memory is given back"
+        );
         let mut n = 0;
         while let Some(line) = reader.next_line().await.expect("read") {
             assert_eq!(line.len(), 46);
             n += 1;
         }
         assert_eq!(n, 2000);
-        // Everything consumed: the long line's memory is given back.
-        assert!(reader.buf.len() <= MOST_READ, "{}", reader.buf.len());
-        let mut idle = LineReader::new(&b"{}\n"[..], 1 << 20);
-        assert_eq!(idle.next_line().await.expect("read"), Some(&b"{}"[..]));
-        assert_eq!(idle.buf.len(), FIRST_READ);
+        // Only a line split between two reads is gathered.
+        assert!(reader.long.capacity() < 1024, "{}", reader.long.capacity());
     }
 
     fn raw(json: &str) -> Box<RawValue> {
@@ -446,7 +418,7 @@ mod tests {
 
     #[test]
     fn messages_are_classified() {
-        use Outcome::{Error, Malformed, Result};
+        use Outcome::{Error, Result};
         let cases: Vec<(&str, Incoming)> = vec![
             (
                 r#"{"jsonrpc":"2.0","id":1,"result":{"a":1},"extra":true}"#,
@@ -480,16 +452,16 @@ mod tests {
                 r#"{"level":"info","msg":"hello"}"#,
                 Incoming::Response {
                     id: None,
-                    outcome: Malformed("it is not JSON-RPC 2.0"),
+                    outcome: malformed("it is not JSON-RPC 2.0"),
                 },
             ),
             (
                 r#"{"jsonrpc":"1.0","id":1,"result":{}}"#,
-                answer(1, Malformed("it is not JSON-RPC 2.0")),
+                answer(1, malformed("it is not JSON-RPC 2.0")),
             ),
             (
                 r#"{"jsonrpc":"2.0","id":1}"#,
-                answer(1, Malformed("it holds neither a result nor an error")),
+                answer(1, malformed("it holds neither a result nor an error")),
             ),
             (r#""just a string""#, Incoming::Junk),
             (r#"["2.0", 1, "ping"]"#, Incoming::Batch),
@@ -502,17 +474,31 @@ mod tests {
                 r#"{"method":5,"jsonrpc":"2.0","id":3,"result":[]}"#,
                 answer(3, Result(raw("[]"))),
             ),
-            (r#"{"jsonrpc":2.0,"id":1,"result":{}}"#, Incoming::Junk),
+            (
+                r#"{"jsonrpc":2.0,"id":1,"result":{}}"#,
+                answer(
+                    1,
+                    unreadable(
+                        "invalid type: floating point `2.0`, expected a string at line 1 column 14",
+                    ),
+                ),
+            ),
             (
                 r#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1}}"#,
-                answer(1, Malformed("it holds both a result and an error")),
+                answer(1, malformed("it holds both a result and an error")),
             ),
             (
                 r#"{"jsonrpc":"2.0","id":1,"error":{"code":1.5}}"#,
-                answer(1, Malformed("its error has no integer code")),
+                answer(1, malformed("its error has no integer code")),
             ),
+            // A member given twice is no message; an answer, read as its
+            // last, fails the request it names.
             (
                 r#"{"jsonrpc":"2.0","id":1,"id":2,"result":{}}"#,
+                answer(2, unreadable("duplicate field `id` at line 1 column 28")),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"x","method":"y"}"#,
                 Incoming::Junk,
             ),
             ("", Incoming::Junk),
@@ -522,7 +508,7 @@ mod tests {
             ),
             (
                 r#"{"jsonrpc":null,"id":1,"result":{}}"#,
-                answer(1, Malformed("it is not JSON-RPC 2.0")),
+                answer(1, malformed("it is not JSON-RPC 2.0")),
             ),
             (
                 r#"{"jsonrpc":"2.0","id":-1,"result":{}}"#,
@@ -535,10 +521,48 @@ mod tests {
         for (line, want) in cases {
             assert_eq!(same(&decode(line.as_bytes())), same(&want), "{line}");
         }
-        // JSON text is UTF-8: a line that is not is no message, wherever
-        // the stray byte is.
-        let stray = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{},\"x\":\"\xff\"}";
-        assert_eq!(same(&decode(stray)), same(&Incoming::Junk));
+        // JSON text is UTF-8, without a byte-order mark or a raw control
+        // character: an answer that breaks it is still its request's, which
+        // fails at once.
+        let bytes: [(&[u8], &str); 3] = [
+            (
+                b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{},\"x\":\"\xff\"}",
+                "it is not UTF-8: invalid utf-8 sequence of 1 bytes from index 41",
+            ),
+            (
+                "\u{feff}{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}".as_bytes(),
+                "it begins with a byte-order mark",
+            ),
+            (
+                b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"t\":\"a\0b\"}}",
+                "control character (\\u0000-\\u001F) found while parsing a string at line 1 column 40",
+            ),
+        ];
+        for (line, why) in bytes {
+            let Incoming::Response {
+                id: Some(1),
+                outcome: Outcome::Unreadable(got),
+            } = decode(line)
+            else {
+                panic!("{:?}", decode(line))
+            };
+            assert!(
+                got.starts_with("cannot be read: ") && got.ends_with(why),
+                "{got}"
+            );
+        }
+        // Not an answer, or under no id: junk.
+        for line in [
+            &b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\xff\"}"[..],
+            b"\xff\xfe",
+            b"{\"id\":\"\xff\",\"result\":{}}",
+        ] {
+            assert_eq!(same(&decode(line)), same(&Incoming::Junk));
+        }
+    }
+
+    fn unreadable(why: &str) -> Outcome {
+        Outcome::Unreadable(format!("cannot be read: {why}"))
     }
 
     /// A result that serde_json's `Value` cannot hold (a lone surrogate, a

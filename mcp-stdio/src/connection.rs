@@ -1,32 +1,38 @@
-//! The JSON-RPC connection: requests by id, each with its own deadline, and
-//! one reader task that hands each answer to the request waiting for it.
+//! The JSON-RPC connection: requests by id, and one reader task that hands
+//! each answer to the request waiting for it.
 //!
-//! An answer counts only if it was read after its request was registered
-//! (and so after the server could have seen it): the reader counts its reads
-//! under the lock that registering takes, and each request remembers the
-//! count it saw. A server that writes the answer to a request it has not
-//! been sent yet, guessing the next id, gets a stray answer, never a hit.
+//! A call has no deadline here: its caller keeps it and drops the call's
+//! future when it passes (`spear_capabilities::Provider`'s contract), which
+//! tells the server the call is cancelled. Only the requests of a start,
+//! which no caller can see into, carry a timeout of their own.
+//!
+//! Every line sent and read is a `tracing` event on [`WIRE`], for an
+//! operator who asks for it (`spear-capabilities --trace FILE`).
 
 use std::collections::HashMap;
-use std::collections::hash_map::Entry;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
-use std::task::{Context, Poll};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
-use tokio::io::{AsyncRead, ReadBuf};
 use tokio::net::unix::pipe;
 use tokio::sync::oneshot;
 
 use crate::codec::{self, Incoming, LineReader, Outcome, ReadError};
 use crate::error::Failure;
 use crate::outbox::{MAX_UNREAD, Outbox, Unread};
-use crate::process::{Pipes, ServerProcess};
-use crate::trace::Trace;
+
+/// The `tracing` target of every JSON-RPC line sent to and read from a
+/// server, one event a line at `trace` level, with the fields `provider`,
+/// `direction` (`sent` or `received`), `line`, and `cut_at_bytes` when the
+/// line was cut. It carries what the servers are sent and say, arguments and
+/// results included: it is the operator's, never a log's.
+pub const WIRE: &str = "spear_mcp_stdio::wire";
+
+/// The most of one line a [`WIRE`] event holds.
+pub const TRACE_LINE_KEPT: usize = 64 * 1024;
 
 /// What happened on the connection that is not an answer to us: kept for the
 /// operator (`Provider::info`), never shown to a turn.
@@ -41,8 +47,8 @@ pub struct Stats {
     pub notifications: u64,
     /// Requests from the server (answered: `ping` with a result, others -32601).
     pub server_requests: u64,
-    /// Answers to no pending request (late, after a timeout, unknown ids,
-    /// or written before their request was sent).
+    /// Answers to no pending request (late, after their caller gave up, or
+    /// unknown ids).
     pub stray_answers: u64,
 }
 
@@ -58,19 +64,9 @@ pub(crate) enum Cancel {
     Never,
 }
 
-/// A request sent and not answered.
-#[derive(Debug)]
-struct Waiting {
-    /// The reader's count of reads when the request was registered.
-    after: u64,
-    answer: oneshot::Sender<Answer>,
-}
-
 #[derive(Debug, Default)]
 struct State {
-    pending: HashMap<u64, Waiting>,
-    /// Reads of the server's stdout that returned bytes.
-    reads: u64,
+    pending: HashMap<u64, oneshot::Sender<Answer>>,
     failure: Option<Failure>,
     stats: Stats,
 }
@@ -79,10 +75,8 @@ struct State {
 struct Shared {
     state: Mutex<State>,
     out: Outbox,
-    /// The provider's id, for the trace and for `tracing` events.
+    /// The provider's id, for `tracing` events.
     provider: String,
-    /// The trace every line goes to, if one is set.
-    trace: Option<Arc<Trace>>,
 }
 
 impl Shared {
@@ -92,19 +86,17 @@ impl Shared {
 
     /// Sends `line`, failing the connection when the server leaves too much
     /// of what we send unread.
-    fn send(&self, line: &[u8]) {
-        self.traced("sent", line.strip_suffix(b"\n").unwrap_or(line));
+    fn send(&self, line: Vec<u8>) {
+        wire(
+            &self.provider,
+            "sent",
+            line.strip_suffix(b"\n").unwrap_or(&line),
+        );
         if let Err(Unread) = self.out.send(line) {
             self.fail(Failure::Protocol(format!(
                 "the server does not read what it is sent: more than {} wait for its stdin",
                 size(MAX_UNREAD)
             )));
-        }
-    }
-
-    fn traced(&self, direction: &str, line: &[u8]) {
-        if let Some(trace) = &self.trace {
-            trace.line(&self.provider, direction, line);
         }
     }
 
@@ -122,10 +114,22 @@ impl Shared {
         if failure != Failure::ShutDown {
             tracing::warn!(target: "spear_mcp_stdio", provider = %self.provider, reason = %failure, "connection failed");
         }
-        for (_, waiting) in pending {
-            let _ = waiting.answer.send(Err(failure.clone()));
+        for (_, answer) in pending {
+            let _ = answer.send(Err(failure.clone()));
         }
     }
+}
+
+/// One line as a [`WIRE`] event, cut at [`TRACE_LINE_KEPT`].
+fn wire(provider: &str, direction: &'static str, line: &[u8]) {
+    let kept = &line[..line.len().min(TRACE_LINE_KEPT)];
+    tracing::trace!(
+        target: WIRE,
+        provider,
+        direction,
+        line = &*String::from_utf8_lossy(kept.strip_suffix(b"\r").unwrap_or(kept)),
+        cut_at_bytes = (kept.len() < line.len()).then_some(TRACE_LINE_KEPT),
+    );
 }
 
 /// One connection to one server.
@@ -133,7 +137,6 @@ impl Shared {
 pub(crate) struct Connection {
     shared: Arc<Shared>,
     next_id: AtomicU64,
-    timeout: Duration,
 }
 
 impl Drop for Connection {
@@ -143,64 +146,40 @@ impl Drop for Connection {
 }
 
 impl Connection {
-    /// Starts the writer and reader tasks over `pipes` of `provider`; each
-    /// request may take `timeout`, each line `max_line` bytes.
+    /// Starts the writer and reader tasks over the server's `stdin` and
+    /// `stdout`; each line may be `max_line` bytes.
     pub(crate) fn start(
-        pipes: Pipes,
-        process: Weak<ServerProcess>,
-        timeout: Duration,
+        stdin: pipe::Sender,
+        stdout: pipe::Receiver,
         max_line: usize,
         provider: &str,
     ) -> Self {
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
-            out: Outbox::start(pipes.stdin),
+            out: Outbox::start(stdin),
             provider: provider.to_owned(),
-            trace: crate::trace::current(),
         });
-        let counted = Counted {
-            pipe: pipes.stdout,
-            shared: Arc::clone(&shared),
-        };
-        tokio::spawn(read_loop(
-            LineReader::new(counted, max_line),
-            Arc::clone(&shared),
-            process,
-        ));
+        let reader = LineReader::new(stdout, max_line);
+        tokio::spawn(read_loop(reader, Arc::clone(&shared)));
         Connection {
             shared,
             next_id: AtomicU64::new(1),
-            timeout,
         }
     }
 
-    /// Sends one request and waits for its answer, at most the timeout.
-    ///
-    /// On timeout the server is told the request is cancelled (unless
-    /// `cancel` says never) and the whole connection fails: a provider that
-    /// times out is left out.
+    /// Sends one request and waits for its answer; at most `timeout` if one
+    /// is given, after which the server is told the request is cancelled
+    /// (unless `cancel` says never) and the whole connection fails.
     ///
     /// # Cancel safety
     /// Dropping the future forgets the request and tells the server so
-    /// (unless `cancel` says never).
+    /// (unless `cancel` says never); the connection is unharmed.
     pub(crate) async fn request<P: Serialize + ?Sized>(
         &self,
         method: &str,
         params: &P,
         cancel: Cancel,
-    ) -> Answer {
-        self.request_within(method, params, cancel, self.timeout)
-            .await
-    }
-
-    /// [`Connection::request`], waiting at most `timeout` (a start's own
-    /// requests may be let run longer than a call).
-    pub(crate) async fn request_within<P: Serialize + ?Sized>(
-        &self,
-        method: &str,
-        params: &P,
-        cancel: Cancel,
-        timeout: Duration,
+        timeout: Option<Duration>,
     ) -> Answer {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let Some(line) = codec::request(id, method, params) else {
@@ -214,39 +193,39 @@ impl Connection {
             if let Some(failure) = &state.failure {
                 return Err(failure.clone());
             }
-            let after = state.reads;
-            state.pending.insert(id, Waiting { after, answer });
+            state.pending.insert(id, answer);
         }
         let mut pending = Pending {
             id,
             shared: &self.shared,
             cancel,
             armed: true,
+            reason: "the client stopped waiting",
         };
-        self.shared.send(&line);
+        self.shared.send(line);
         let span = tracing::debug_span!(target: "spear_mcp_stdio", "request", method, id);
-        let answer =
-            tracing::Instrument::instrument(tokio::time::timeout(timeout, answered), span).await;
-        pending.armed = false;
-        match answer {
-            Ok(Ok(answer)) => answer,
-            // The answer's sender is dropped only with the connection.
-            Ok(Err(_)) => Err(self.failure().unwrap_or(Failure::ShutDown)),
-            Err(_) => {
-                tracing::warn!(target: "spear_mcp_stdio", provider = %self.shared.provider, method, id, after = ?timeout, "request timed out");
-                let forgotten = self.shared.lock().pending.remove(&id).is_some();
-                if forgotten && cancel == Cancel::Notify {
-                    self.shared.send(&cancelled(id, "timed out"));
+        let answered = tracing::Instrument::instrument(answered, span);
+        let answer = match timeout {
+            None => answered.await,
+            Some(timeout) => match tokio::time::timeout(timeout, answered).await {
+                Ok(answer) => answer,
+                Err(_) => {
+                    tracing::warn!(target: "spear_mcp_stdio", provider = %self.shared.provider, method, id, after = ?timeout, "request timed out");
+                    pending.reason = "timed out";
+                    drop(pending);
+                    self.shared.fail(Failure::Timeout(timeout));
+                    return Err(self.failure().unwrap_or(Failure::Timeout(timeout)));
                 }
-                self.shared.fail(Failure::Timeout(timeout));
-                Err(self.failure().unwrap_or(Failure::Timeout(timeout)))
-            }
-        }
+            },
+        };
+        pending.armed = false;
+        // The answer's sender is dropped only with the connection.
+        answer.unwrap_or_else(|_| Err(self.failure().unwrap_or(Failure::ShutDown)))
     }
 
     /// Sends one notification.
     pub(crate) fn notify(&self, method: &str, params: Option<Value>) {
-        self.shared.send(&codec::notification(method, params));
+        self.shared.send(codec::notification(method, params));
     }
 
     /// Fails the connection, and every pending request with it, unless it
@@ -271,21 +250,16 @@ impl Connection {
     }
 }
 
-/// The `notifications/cancelled` line for request `id`.
-fn cancelled(id: u64, reason: &str) -> Vec<u8> {
-    codec::notification(
-        "notifications/cancelled",
-        Some(json!({"requestId": id, "reason": reason})),
-    )
-}
-
-/// Forgets a request whose future was dropped before its answer came, and
-/// tells the server, so that no answer is awaited that nobody reads.
+/// Forgets a request whose future was dropped (or timed out) before its
+/// answer came, and tells the server, so that no answer is awaited that
+/// nobody reads.
 struct Pending<'a> {
     id: u64,
     shared: &'a Shared,
     cancel: Cancel,
     armed: bool,
+    /// What the cancellation tells the server.
+    reason: &'static str,
 }
 
 impl Drop for Pending<'_> {
@@ -295,58 +269,30 @@ impl Drop for Pending<'_> {
         }
         let forgotten = self.shared.lock().pending.remove(&self.id);
         if forgotten.is_some() && self.cancel == Cancel::Notify {
+            let params = json!({"requestId": self.id, "reason": self.reason});
             self.shared
-                .send(&cancelled(self.id, "the client stopped waiting"));
+                .send(codec::notification("notifications/cancelled", Some(params)));
         }
     }
 }
 
-/// The server's stdout, counting its reads under the state's lock (see the
-/// module's documentation).
-struct Counted {
-    pipe: pipe::Receiver,
-    shared: Arc<Shared>,
-}
-
-impl AsyncRead for Counted {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        let this = &mut *self;
-        let mut state = this.shared.lock();
-        let before = buf.filled().len();
-        let read = Pin::new(&mut this.pipe).poll_read(cx, buf);
-        if buf.filled().len() > before {
-            state.reads += 1;
-        }
-        read
-    }
-}
-
-async fn read_loop(
-    mut reader: LineReader<Counted>,
-    shared: Arc<Shared>,
-    // Weak: the provider's drop must reach the process (and kill its group)
-    // while this task still waits for the end of stdout.
-    process: Weak<ServerProcess>,
-) {
+async fn read_loop(mut reader: LineReader<pipe::Receiver>, shared: Arc<Shared>) {
     // Fails the connection if this task is dropped before its end: the
     // runtime that ran it shut down, and nothing reads the server any more.
-    let mut gone = ReaderGone {
-        shared: Some(Arc::clone(&shared)),
-    };
+    let mut gone = ReaderGone(Some(Arc::clone(&shared)));
     let failure = loop {
         match reader.next_line().await {
             Ok(Some(line)) => {
-                shared.traced("received", line);
+                wire(&shared.provider, "received", line);
                 if let Err(failure) = handle_line(&shared, line) {
                     break failure;
                 }
             }
-            Ok(None) => break crashed(&process, "closed its stdout").await,
-            Err(ReadError::Io(e)) => break crashed(&process, &format!("stdout failed: {e}")).await,
+            // At once: how the process ended is read when this is reported.
+            Ok(None) => break Failure::Closed("closed its stdout".into()),
+            Err(ReadError::Io(e)) => {
+                break Failure::Closed(format!("failed to read its stdout ({e})"));
+            }
             Err(ReadError::TooLong) => {
                 break Failure::Protocol(format!(
                     "the server sent a line longer than the bound of {}",
@@ -355,7 +301,7 @@ async fn read_loop(
             }
         }
     };
-    gone.shared = None;
+    gone.0 = None;
     shared.fail(failure);
 }
 
@@ -364,46 +310,26 @@ fn handle_line(shared: &Shared, line: &[u8]) -> Result<(), Failure> {
     match codec::decode(line) {
         Incoming::Junk => junk(shared, line),
         Incoming::Response { id, outcome } => {
-            let waiting = {
-                let mut state = shared.lock();
-                let reads = state.reads;
-                match id.map(|id| state.pending.entry(id)) {
-                    Some(Entry::Occupied(entry)) if entry.get().after < reads => {
-                        Some(entry.remove())
-                    }
-                    _ => None,
-                }
-            };
+            let waiting = id.and_then(|id| shared.lock().pending.remove(&id));
             let answer = match outcome {
                 Outcome::Result(result) => Ok(result),
                 Outcome::Error(code, message) => Err(Failure::Rejected { code, message }),
-                Outcome::Malformed(why) => {
+                // MCP: a broken answer to a pending call fails that call at
+                // once, not at its caller's deadline; the provider stays.
+                Outcome::Unreadable(why) => {
                     junk(shared, line);
-                    // MCP: a broken answer to a pending call fails that call
-                    // at once, not at its timeout; the provider stays.
                     Err(Failure::Unreadable(format!(
-                        "the server's answer to this call is not valid JSON-RPC: {why}"
+                        "the server's answer to this call {why}"
                     )))
                 }
             };
             match (waiting, answer) {
                 (Some(waiting), answer) => {
-                    let _ = waiting.answer.send(answer);
+                    let _ = waiting.send(answer);
                 }
                 // Counted as junk above.
                 (None, Err(Failure::Unreadable(_))) => {}
-                (None, _) => {
-                    let strays = {
-                        let mut state = shared.lock();
-                        state.stats.stray_answers += 1;
-                        state.stats.stray_answers
-                    };
-                    // Said once at info; each one at debug.
-                    if strays == 1 {
-                        tracing::info!(target: "spear_mcp_stdio", provider = %shared.provider, "the server answers requests that are not pending (counted as stray answers in describe)");
-                    }
-                    tracing::debug!(target: "spear_mcp_stdio", provider = %shared.provider, id, strays, "stray answer");
-                }
+                (None, _) => stray(shared, id),
             }
         }
         Incoming::Request { id, method } => {
@@ -413,7 +339,7 @@ fn handle_line(shared: &Shared, line: &[u8]) -> Result<(), Failure> {
             } else {
                 Err((-32601, "method not found"))
             };
-            shared.send(&codec::response(&id, answer));
+            shared.send(codec::response(&id, answer));
         }
         Incoming::Notification => shared.lock().stats.notifications += 1,
         Incoming::Batch => {
@@ -423,6 +349,20 @@ fn handle_line(shared: &Shared, line: &[u8]) -> Result<(), Failure> {
         }
     }
     Ok(())
+}
+
+/// Counts an answer to no pending request.
+fn stray(shared: &Shared, id: Option<u64>) {
+    let strays = {
+        let mut state = shared.lock();
+        state.stats.stray_answers += 1;
+        state.stats.stray_answers
+    };
+    // Said once at info; each one at debug.
+    if strays == 1 {
+        tracing::info!(target: "spear_mcp_stdio", provider = %shared.provider, "the server answers requests that are not pending (counted as stray_answers in the provider's info)");
+    }
+    tracing::debug!(target: "spear_mcp_stdio", provider = %shared.provider, id, strays, "stray answer");
 }
 
 /// Counts a line that is no message for us, keeping the last one for the
@@ -437,19 +377,17 @@ fn junk(shared: &Shared, line: &[u8]) {
     };
     // Said once at info; each line at debug, cut and escaped.
     if lines == 1 {
-        tracing::info!(target: "spear_mcp_stdio", provider = %shared.provider, "the server writes lines on stdout that are not JSON-RPC (counted as junk lines in describe)");
+        tracing::info!(target: "spear_mcp_stdio", provider = %shared.provider, "the server writes lines on stdout that are not JSON-RPC (counted as junk_lines in the provider's info)");
     }
     tracing::debug!(target: "spear_mcp_stdio", provider = %shared.provider, lines, excerpt = ?cut, "junk line");
 }
 
 /// Armed while the reader task runs: dropped armed, it fails the connection.
-struct ReaderGone {
-    shared: Option<Arc<Shared>>,
-}
+struct ReaderGone(Option<Arc<Shared>>);
 
 impl Drop for ReaderGone {
     fn drop(&mut self) {
-        if let Some(shared) = self.shared.take() {
+        if let Some(shared) = self.0.take() {
             shared.fail(Failure::Crashed(
                 "its connection is lost: the runtime that ran it has shut down".into(),
             ));
@@ -457,25 +395,12 @@ impl Drop for ReaderGone {
     }
 }
 
+/// `bytes` for a message: whole MiB when it is some.
 pub(crate) fn size(bytes: usize) -> String {
     const MIB: usize = 1024 * 1024;
     if bytes % MIB == 0 {
         format!("{} MiB", bytes / MIB)
     } else {
         format!("{bytes} bytes")
-    }
-}
-
-/// The failure of a server whose stdout ended: how its process ended, if it
-/// did within a moment, after its stderr had a moment to drain.
-async fn crashed(process: &Weak<ServerProcess>, what: &str) -> Failure {
-    let Some(process) = process.upgrade() else {
-        return Failure::ShutDown;
-    };
-    let status = process.exit_status(Duration::from_secs(2)).await;
-    process.stderr_settled(Duration::from_millis(500)).await;
-    match status {
-        Some(status) => Failure::Crashed(status.to_string()),
-        None => Failure::Crashed(format!("it {what} but is still running")),
     }
 }

@@ -21,7 +21,11 @@ pub(crate) enum Failure {
     /// The server said something MCP over stdio does not allow.
     #[error("{0}")]
     Protocol(String),
-    /// The server's process ended or its stdout closed.
+    /// The server's stdout ended or failed (what happened to it): how its
+    /// process ended is read when the failure is reported.
+    #[error("it {0}")]
+    Closed(String),
+    /// The server's process ended (its status), or its connection is lost.
     #[error("{0}")]
     Crashed(String),
     /// The server answered one request with a JSON-RPC error.
@@ -64,6 +68,11 @@ impl Failure {
             Failure::Crashed(status) => Error::Crashed {
                 provider,
                 status,
+                stderr,
+            },
+            Failure::Closed(what) => Error::Crashed {
+                provider,
+                status: format!("it {what}"),
                 stderr,
             },
             Failure::Rejected { code, message } if !tool.is_empty() => Error::CallRejected {

@@ -23,7 +23,7 @@ pub fn fuzz_stdout(data: &[u8]) -> usize {
         [b, l, rest @ ..] => (usize::from(*b % 64) + 1, usize::from(*l) * 16 + 1, rest),
         _ => (1, 1, data),
     };
-    let mut reader = LineReader::new(tokio::io::BufReader::with_capacity(buffer, input), limit);
+    let mut reader = LineReader::with_capacity(buffer, input, limit);
     let mut cx = Context::from_waker(Waker::noop());
     let mut lines = 0;
     loop {

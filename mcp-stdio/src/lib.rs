@@ -14,16 +14,15 @@ pub mod config;
 #[doc(hidden)]
 pub mod fuzzing;
 
-mod check;
 mod codec;
 mod connection;
 mod content;
 mod error;
 mod outbox;
 mod process;
+mod program;
 mod provider;
 mod tools;
-mod trace;
 
 use std::sync::Arc;
 
@@ -31,12 +30,11 @@ use spear_capabilities::{ConnectFuture, ConnectRequest, ProviderKind};
 
 pub use codec::MAX_LINE;
 pub use config::ServerConfig;
-pub use connection::Stats;
+pub use connection::{Stats, TRACE_LINE_KEPT, WIRE};
 pub use outbox::MAX_UNREAD;
 pub use process::STDERR_KEPT;
 pub use provider::{DEFAULT_TIMEOUT, McpProvider, Options, PROTOCOL_VERSION};
 pub use tools::{MAX_LISTING_BYTES, MAX_PAGES, MAX_TOOLS};
-pub use trace::{TRACE_LINE_KEPT, trace_to};
 
 /// The kind's name in `capabilities.json`.
 pub const NAME: &str = "mcp-stdio";
@@ -47,7 +45,7 @@ pub const KIND: ProviderKind = ProviderKind {
     keys: config::KEYS,
     validate: config::validate,
     connect,
-    check: Some(check::runnable),
+    check: Some(program::check),
 };
 
 spear_capabilities::inventory::submit! { KIND }
@@ -65,9 +63,8 @@ fn connect(request: ConnectRequest) -> ConnectFuture {
                 stderr: String::new(),
             }
         })?;
-        let options = Options::default()
-            .with_timeout(request.timeout)
-            .with_start_timeout(request.start_timeout);
+        // Calls are timed by their caller; the start's requests here.
+        let options = Options::default().with_timeout(request.start_timeout);
         let provider =
             McpProvider::start(&request.provider, &config, &request.base_dir, options).await?;
         Ok(Arc::new(provider) as Arc<dyn spear_capabilities::Provider>)

@@ -1,20 +1,23 @@
-//! The way to the server's stdin: lines in order, never interleaved,
-//! written by the sender itself when nothing is queued before them, else by
-//! a writer task as the pipe takes them.
+//! The way to the server's stdin: one writer task owns the pipe and writes
+//! the lines it is sent, in order, never interleaved. Sending is
+//! synchronous, so that a dropped request's cancellation can be sent from
+//! `Drop`.
 //!
 //! What waits for the server is bounded ([`MAX_UNREAD`]): a server that
 //! does not read its stdin (while it floods us with requests we must answer)
 //! would otherwise make the queue grow without end. Passing the bound breaks
-//! the box, drops what was queued, and the connection fails.
+//! the box: what was queued is dropped, the pipe closed, and the connection
+//! fails.
 
-use std::io;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
+use tokio::io::AsyncWriteExt;
 use tokio::net::unix::pipe;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, mpsc};
 
-/// The most bytes queued for a server's stdin. A line sent while the queue
-/// is empty is always taken whatever its size (one request's arguments may be
+/// The most bytes queued for a server's stdin. A line sent while nothing is
+/// queued is always taken whatever its size (one request's arguments may be
 /// large); past this bound, a line sent behind others breaks the box.
 pub const MAX_UNREAD: usize = 16 * 1024 * 1024;
 
@@ -22,144 +25,88 @@ pub const MAX_UNREAD: usize = 16 * 1024 * 1024;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Unread;
 
-/// The most capacity an empty queue keeps for the next lines.
-const KEPT: usize = 64 * 1024;
+/// What the writer task is sent: a line, or the end.
+#[derive(Debug)]
+enum Out {
+    Line(Vec<u8>),
+    /// Close the pipe once everything sent before is written.
+    Close,
+}
 
 /// The sending side, shared by the connection and its reader.
 #[derive(Debug, Clone)]
 pub(crate) struct Outbox {
-    inner: Arc<Inner>,
+    lines: mpsc::UnboundedSender<Out>,
+    shared: Arc<Shared>,
 }
 
-#[derive(Debug)]
-struct Inner {
-    state: Mutex<State>,
-    /// Wakes the writer task: something is queued, or the box was closed.
-    wake: Notify,
-}
-
-#[derive(Debug)]
-struct State {
-    /// `None` once closed or broken: what is sent then is dropped (the
-    /// reader sees the server leave, or the request times out).
-    pipe: Option<Arc<pipe::Sender>>,
-    /// Bytes the writer task must write before anything else.
-    queue: Vec<u8>,
-    /// Close the pipe once the queue is written.
-    closing: bool,
+#[derive(Debug, Default)]
+struct Shared {
+    /// Bytes sent and not written yet.
+    unread: AtomicUsize,
+    /// The writer let go of the pipe (closed, broken or failed): what is
+    /// sent is dropped.
+    done: AtomicBool,
+    /// Wakes a writer blocked on a full pipe when the box breaks.
+    broke: Notify,
 }
 
 impl Outbox {
     /// Takes the server's stdin and starts the writer task.
     pub(crate) fn start(stdin: pipe::Sender) -> Outbox {
-        let outbox = Outbox {
-            inner: Arc::new(Inner {
-                state: Mutex::new(State {
-                    pipe: Some(Arc::new(stdin)),
-                    queue: Vec::new(),
-                    closing: false,
-                }),
-                wake: Notify::new(),
-            }),
-        };
-        tokio::spawn(write_queued(Arc::clone(&outbox.inner)));
-        outbox
+        let (lines, queue) = mpsc::unbounded_channel();
+        let shared = Arc::new(Shared::default());
+        tokio::spawn(write_lines(stdin, queue, Arc::clone(&shared)));
+        Outbox { lines, shared }
     }
 
-    /// Sends `line` after everything sent before it: written at once when
-    /// nothing waits before it and the pipe has room, else queued for the
-    /// writer task.
+    /// Sends `line` after everything sent before it. Once the pipe is let
+    /// go of, lines are dropped (the reader sees the server leave).
     ///
     /// # Errors
-    /// [`Unread`] when the line would make the queue pass [`MAX_UNREAD`]:
-    /// the queue is dropped and the pipe closed (later lines are dropped).
-    pub(crate) fn send(&self, line: &[u8]) -> Result<(), Unread> {
-        let mut state = self.inner.lock();
-        let state = &mut *state;
-        let Some(pipe) = state.pipe.as_ref().filter(|_| !state.closing) else {
-            return Ok(());
-        };
-        if !state.queue.is_empty() {
-            if state.queue.len() + line.len() > MAX_UNREAD {
-                state.pipe = None;
-                state.queue = Vec::new();
-                self.inner.wake.notify_one();
-                return Err(Unread);
-            }
-            // The writer task was woken when the queue began.
-            state.queue.extend_from_slice(line);
+    /// [`Unread`] when the line would make what waits pass [`MAX_UNREAD`]:
+    /// the box breaks.
+    pub(crate) fn send(&self, line: Vec<u8>) -> Result<(), Unread> {
+        if self.shared.done.load(Ordering::Relaxed) {
             return Ok(());
         }
-        let written = match pipe.try_write(line) {
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => 0,
-            Err(_) => {
-                state.pipe = None;
-                return Ok(());
-            }
-        };
-        if written < line.len() {
-            state.queue.extend_from_slice(&line[written..]);
-            self.inner.wake.notify_one();
+        let len = line.len();
+        let before = self.shared.unread.fetch_add(len, Ordering::Relaxed);
+        if before > 0 && before + len > MAX_UNREAD {
+            self.shared.done.store(true, Ordering::Relaxed);
+            self.shared.broke.notify_one();
+            return Err(Unread);
         }
+        let _ = self.lines.send(Out::Line(line));
         Ok(())
     }
 
     /// Closes the server's stdin once everything sent is written: the
     /// polite way to ask it to leave.
     pub(crate) fn close(&self) {
-        self.inner.lock().closing = true;
-        self.inner.wake.notify_one();
+        let _ = self.lines.send(Out::Close);
     }
 }
 
-impl Inner {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-/// The writer task: writes what is queued, as much at a time as the pipe
-/// takes, waiting for the pipe to have room between writes.
-async fn write_queued(inner: Arc<Inner>) {
-    loop {
-        let pipe = {
-            let mut state = inner.lock();
-            match &state.pipe {
-                None => return,
-                Some(_) if state.queue.is_empty() && state.closing => {
-                    // Dropping the last handle closes the pipe.
-                    state.pipe = None;
-                    return;
-                }
-                Some(pipe) if !state.queue.is_empty() => Some(Arc::clone(pipe)),
-                Some(_) => None,
-            }
+/// The writer task: the only owner of the pipe. It ends, closing the pipe,
+/// when told to close, when the box breaks, when the pipe fails, or when
+/// every sender is gone.
+async fn write_lines(
+    mut pipe: pipe::Sender,
+    mut queue: mpsc::UnboundedReceiver<Out>,
+    shared: Arc<Shared>,
+) {
+    while let Some(Out::Line(line)) = queue.recv().await {
+        let written = tokio::select! {
+            written = pipe.write_all(&line) => written.is_ok(),
+            () = shared.broke.notified() => false,
         };
-        let Some(pipe) = pipe else {
-            inner.wake.notified().await;
-            continue;
-        };
-        if pipe.writable().await.is_err() {
-            inner.lock().pipe = None;
-            return;
-        }
-        let mut state = inner.lock();
-        match pipe.try_write(&state.queue) {
-            Ok(n) => {
-                state.queue.drain(..n);
-                if state.queue.is_empty() && state.queue.capacity() > KEPT {
-                    // A long line must not pin its memory for the whole session.
-                    state.queue = Vec::new();
-                }
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-            Err(_) => {
-                state.pipe = None;
-                return;
-            }
+        shared.unread.fetch_sub(line.len(), Ordering::Relaxed);
+        if !written || shared.done.load(Ordering::Relaxed) {
+            break;
         }
     }
+    shared.done.store(true, Ordering::Relaxed);
 }
 
 #[cfg(test)]
@@ -174,30 +121,31 @@ mod tests {
         pipe::Sender::from_owned_fd(stdin.into_owned_fd().expect("fd")).expect("a pipe")
     }
 
-    /// `cat`, with an outbox on its stdin.
-    fn cat() -> (tokio::process::Child, Outbox) {
-        let mut cat = tokio::process::Command::new("cat")
+    fn spawn(program: &str, args: &[&str]) -> tokio::process::Child {
+        tokio::process::Command::new(program)
+            .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
-            .expect("cat runs");
-        let outbox = Outbox::start(sender(cat.stdin.take().expect("stdin")));
-        (cat, outbox)
+            .expect("runs")
     }
 
-    /// A line larger than the pipe holds is queued in part; closing then
-    /// closes the pipe only once all of it is written, in order, after the
-    /// lines sent before it.
+    /// A line larger than the pipe holds is written whole, in order after
+    /// the lines sent before it; closing then closes the pipe only once all
+    /// of it is written, and what is sent after is dropped.
     #[tokio::test]
-    async fn close_writes_everything_queued_then_closes_the_pipe() {
-        let (mut cat, outbox) = cat();
+    async fn close_writes_everything_sent_then_closes_the_pipe() {
+        let mut cat = spawn("cat", &[]);
+        let outbox = Outbox::start(sender(cat.stdin.take().expect("stdin")));
         let big = format!("{}\n", "x".repeat(1 << 20));
-        outbox.send(b"first\n").expect("room");
-        outbox.send(big.as_bytes()).expect("room");
-        outbox.send(b"queued behind\n").expect("room");
+        outbox.send(b"first\n".to_vec()).expect("room");
+        outbox.send(big.clone().into_bytes()).expect("room");
+        outbox.send(b"behind\n".to_vec()).expect("room");
         outbox.close();
-        outbox.send(b"after close: dropped\n").expect("dropped");
+        outbox
+            .send(b"after close: dropped\n".to_vec())
+            .expect("dropped");
         let mut out = Vec::new();
         let mut stdout = cat.stdout.take().expect("stdout");
         // cat ends its output only when its stdin is closed.
@@ -205,61 +153,29 @@ mod tests {
             .await
             .expect("the pipe was closed")
             .expect("read");
-        assert_eq!(out, format!("first\n{big}queued behind\n").into_bytes());
+        assert_eq!(out, format!("first\n{big}behind\n").into_bytes());
     }
 
-    /// Lines are written from the queue's end, so a long one grows the
-    /// queue; once it is written, the queue gives that memory back.
-    #[tokio::test]
-    async fn a_long_line_leaves_no_long_queue_behind() {
-        let (mut cat, outbox) = cat();
-        let long = format!("{}\n", "x".repeat(1 << 20));
-        outbox.send(long.as_bytes()).expect("room");
-        assert!(
-            outbox.inner.lock().queue.capacity() > KEPT,
-            "queued in part"
-        );
-        let mut stdout = cat.stdout.take().expect("stdout");
-        let mut out = vec![0u8; long.len()];
-        tokio::time::timeout(Duration::from_secs(10), stdout.read_exact(&mut out))
-            .await
-            .expect("the writer task wrote it")
-            .expect("read");
-        assert_eq!(out, long.as_bytes());
-        let queue = std::mem::take(&mut outbox.inner.lock().queue);
-        assert!(
-            queue.is_empty() && queue.capacity() <= KEPT,
-            "{}",
-            queue.capacity()
-        );
-    }
-
-    /// A reader that never reads: the queue stops at the bound, the box
-    /// breaks and frees what it held, and later lines are dropped.
+    /// A reader that never reads: what waits stops at the bound, the box
+    /// breaks, and later lines are dropped.
     #[tokio::test]
     async fn a_pipe_nobody_reads_breaks_the_box_at_the_bound() {
-        let mut sleeper = tokio::process::Command::new("sleep")
-            .arg("30")
-            .stdin(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("sleep runs");
+        let mut sleeper = spawn("sleep", &["30"]);
         let outbox = Outbox::start(sender(sleeper.stdin.take().expect("stdin")));
         let line = vec![b'x'; 1 << 20];
         let mut sent = 0usize;
         let broke = loop {
-            match outbox.send(&line) {
-                Ok(_) => sent += line.len(),
+            match outbox.send(line.clone()) {
+                Ok(()) => sent += line.len(),
                 Err(Unread) => break sent,
             }
             assert!(sent <= 2 * MAX_UNREAD, "never broke after {sent} bytes");
         };
         assert!(broke >= MAX_UNREAD, "broke after {broke} bytes");
-        assert!(
-            outbox.inner.lock().queue.capacity() == 0,
-            "the queue was freed"
-        );
-        assert_eq!(outbox.send(b"later\n"), Ok(()));
-        assert!(outbox.inner.lock().pipe.is_none());
+        assert_eq!(outbox.send(b"later\n".to_vec()), Ok(()));
+        // The writer lets go of what was queued and of the pipe.
+        tokio::time::timeout(Duration::from_secs(10), outbox.lines.closed())
+            .await
+            .expect("the writer ended");
     }
 }

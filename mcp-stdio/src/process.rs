@@ -1,34 +1,38 @@
-//! The server's process: start, stderr ring, shutdown of the whole group.
+//! The server's process: start, stderr ring, the end of its whole group.
 //!
 //! The server runs in its own process group so that stop and drop reach what
 //! it started (`npx`, `uvx`, `sh -c`). Its parent-death signal fires when the
-//! *thread* that created it ends, so every server is started by a thread that
-//! lives as long as the process: the main thread, else one spawner thread.
-//! The server's own children, orphaned when it is killed, are out of reach
+//! *thread* that created it ends, so every server is started by one spawner
+//! thread that lives as long as the process. The server's own children,
+//! orphaned when it is killed, are out of reach
 //! (`testkit/tests/parent_death.rs`).
 
 mod child;
 mod spawn;
 
-use std::collections::{BTreeMap, VecDeque};
-use std::ffi::OsString;
+use std::collections::VecDeque;
 use std::path::Path;
 use std::process::ExitStatus;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use rustix::process::{Pid, Signal, kill_process_group, test_kill_process_group};
+use rustix::process::Signal;
 use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
 use tokio::sync::watch;
-use tokio::time::{Instant, sleep, timeout};
+use tokio::time::{Instant, timeout, timeout_at};
 
 use crate::config::ServerConfig;
 use crate::error::Failure;
+use crate::program::{Program, environment};
+use child::Leader;
 
 /// How much of the server's stderr is kept for error messages.
 pub const STDERR_KEPT: usize = 64 * 1024;
+
+/// How long a server sent SIGKILL is waited for before stop gives up on
+/// reaping it (a process stuck in the kernel); its watcher reaps it later.
+const KILLED_WAIT: Duration = Duration::from_secs(5);
 
 /// The last bytes a server wrote to stderr.
 #[derive(Debug, Default)]
@@ -55,13 +59,9 @@ impl StderrRing {
 /// A running server. Dropping it kills its process group.
 #[derive(Debug)]
 pub(crate) struct ServerProcess {
-    pgid: Pid,
-    exit: watch::Receiver<Option<ExitStatus>>,
+    leader: Arc<Leader>,
     stderr: Arc<StderrRing>,
     stderr_done: watch::Receiver<bool>,
-    /// Set once shutdown has ended the group, so that drop does not signal a
-    /// process group id the system may since have given to someone else.
-    ended: AtomicBool,
 }
 
 /// The pipes the connection speaks over, registered with the runtime.
@@ -72,87 +72,61 @@ pub(crate) struct Pipes {
 }
 
 impl ServerProcess {
-    /// Starts `config`'s command with only `PATH`, `HOME` and its `env`.
-    ///
-    /// A relative program path with a `/` in it is taken from `base_dir`, the
-    /// capabilities file's folder; a bare name is looked up in `PATH`.
+    /// Starts `config`'s command with only `PATH`, `HOME` and its `env`,
+    /// its program found as [`Program::resolve`] says, from `base_dir`.
     pub(crate) async fn spawn(
         config: &ServerConfig,
         base_dir: &Path,
     ) -> Result<(Self, Pipes), Failure> {
-        let Some(program) = config.command.first() else {
+        let Some(name) = config.command.first() else {
             return Err(Failure::Start("the command is empty".into()));
         };
+        let env = environment(config, |name| std::env::var_os(name));
+        let program = Program::resolve(name, base_dir, &env);
+        let cannot_start = |e: std::io::Error| Failure::Start(program.cannot_start(&e));
         // The pipes and the tasks below belong to the caller's runtime.
         tokio::runtime::Handle::try_current()
-            .map_err(|e| Failure::Start(format!("cannot start `{program}`: {e}")))?;
-        let program = Path::new(program);
-        let program = if program.is_relative() && program.components().count() > 1 {
-            base_dir.join(program)
-        } else {
-            program.to_path_buf()
-        };
-        let cannot_start = |e: std::io::Error| {
-            Failure::Start(format!("cannot start `{}`: {e}", program.display()))
-        };
-        // Only PATH and HOME of ours; the configured variables win.
-        let mut env: BTreeMap<OsString, OsString> = ["PATH", "HOME"]
-            .into_iter()
-            .filter_map(|name| Some((name.into(), std::env::var_os(name)?)))
-            .collect();
-        env.extend(config.env.iter().map(|(k, v)| (k.into(), v.into())));
-        let exec = spawn::Exec::new(
-            &program,
-            config.command[1..].iter().map(String::as_str),
-            env,
-        )
-        .map_err(cannot_start)?;
-        let spawned = spawn_on_spawner_thread(exec).await.map_err(cannot_start)?;
-        let pid = spawned.child.pid();
-        let mut child = spawned.child;
-        let pipes = (|| {
+            .map_err(|e| cannot_start(std::io::Error::other(e)))?;
+        let exec = spawn::Exec::new(&program, &config.command[1..], env).map_err(cannot_start)?;
+        let spawned = on_spawner_thread(exec).await.map_err(cannot_start)?;
+        let leader = Arc::new(spawned.leader);
+        // On an error `leader` is dropped here: killed and reaped.
+        let registered = (|| {
             Ok::<_, std::io::Error>((
                 pipe::Sender::from_owned_fd(spawned.stdin)?,
                 pipe::Receiver::from_owned_fd(spawned.stdout)?,
                 pipe::Receiver::from_owned_fd(spawned.stderr)?,
+                child::register(&leader)?,
             ))
         })();
-        // On an error `child` is dropped here: killed and reaped.
-        let (stdin, stdout, mut stderr) =
-            pipes.map_err(|e| Failure::Start(format!("cannot watch the server's pipes: {e}")))?;
+        let (stdin, stdout, mut stderr, pidfd) = registered
+            .map_err(|e| Failure::Start(format!("cannot watch the server's process: {e}")))?;
         let ring = Arc::new(StderrRing::default());
-        let (done_tx, stderr_done) = watch::channel(false);
+        let (done, stderr_done) = watch::channel(false);
         let sink = Arc::clone(&ring);
         // Drained all the time: a server blocked on a full stderr pipe would
         // stop answering on stdout.
         tokio::spawn(async move {
-            let mut chunk = vec![0; 16 * 1024];
+            let mut chunk = vec![0; 4 * 1024];
             while let Ok(n @ 1..) = stderr.read(&mut chunk).await {
                 sink.push(&chunk[..n]);
             }
-            let _ = done_tx.send(true);
+            let _ = done.send(true);
         });
-        let (exit_tx, exit) = watch::channel(None);
-        // Owns the child and reaps it as soon as it ends.
-        tokio::spawn(async move {
-            if let Some(status) = child.wait().await {
-                let _ = exit_tx.send(Some(status));
-            }
-        });
-        tracing::debug!(target: "spear_mcp_stdio", pid = pid.as_raw_nonzero().get(), program = %program.display(), "server spawned");
+        tokio::spawn(child::watch(pidfd));
+        let pid = leader.pid().as_raw_nonzero().get();
+        tracing::debug!(target: "spear_mcp_stdio", pid, program = %program.shown.display(), "server spawned");
         let process = ServerProcess {
-            pgid: pid,
-            exit,
+            leader,
             stderr: ring,
             stderr_done,
-            ended: AtomicBool::new(false),
         };
         Ok((process, Pipes { stdin, stdout }))
     }
 
     /// The server's pid, which is also its process group id.
     pub(crate) fn pid(&self) -> u32 {
-        self.pgid.as_raw_nonzero().get() as u32
+        self.leader.pid().as_raw_nonzero().get().unsigned_abs()
     }
 
     /// What the server wrote to stderr last.
@@ -160,64 +134,81 @@ impl ServerProcess {
         self.stderr.tail()
     }
 
-    /// How the server's own process ended, waiting up to `within` for it.
-    pub(crate) async fn exit_status(&self, within: Duration) -> Option<ExitStatus> {
-        let mut exit = self.exit.clone();
-        let status = timeout(within, exit.wait_for(Option::is_some)).await;
-        status.ok()?.ok().and_then(|s| *s)
+    /// How the server's own process ended, if it has.
+    pub(crate) fn status(&self) -> Option<ExitStatus> {
+        self.leader.status()
     }
 
-    /// Waits up to `within` for stderr to reach its end, so that an error
-    /// about a dying server carries its last words.
-    pub(crate) async fn stderr_settled(&self, within: Duration) {
+    /// Waits up to `within` for the server's process to end and its stderr
+    /// to reach its end (the last words of a server that is dying come a
+    /// moment after its stdout closed); how it ended, if it did.
+    pub(crate) async fn last_words(&self, within: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + within;
+        let _ = timeout_at(deadline, self.leader.exited()).await;
+        self.stderr_ended(deadline).await;
+        self.status()
+    }
+
+    /// Waits until `deadline` at most for stderr to reach its end.
+    async fn stderr_ended(&self, deadline: Instant) {
         let mut done = self.stderr_done.clone();
-        let _ = timeout(within, done.wait_for(|d| *d)).await;
+        let _ = timeout_at(deadline, done.wait_for(|done| *done)).await;
+    }
+
+    /// Kills the server's group at once (SIGKILL); the leader is reaped as
+    /// soon as it has ended.
+    pub(crate) fn kill(&self) {
+        self.leader.signal_group(Signal::KILL);
+        self.leader.reap();
+    }
+
+    /// Kills the server's group and waits until `deadline` at most for its
+    /// end: the leader reaped, stderr at its end.
+    pub(crate) async fn end(&self, deadline: Instant) {
+        self.kill();
+        let _ = timeout_at(deadline, self.leader.exited()).await;
+        self.leader.reap();
+        self.stderr_ended(deadline).await;
     }
 
     /// Ends the server after its stdin was closed: waits `grace` for it to
-    /// leave, signals the group to terminate, waits `term_grace`, kills what
-    /// is left, and reaps the server.
+    /// leave, asks its group to terminate, waits `term_grace` for the
+    /// server, kills its group, and reaps the server.
     pub(crate) async fn stop(&self, grace: Duration, term_grace: Duration) {
-        self.exit_status(grace).await;
-        let mut how = "left when its stdin closed";
-        if self.group_alive() {
-            how = "ended by SIGTERM";
-            let _ = kill_process_group(self.pgid, Signal::TERM);
-            let deadline = Instant::now() + term_grace;
-            while self.group_alive() && Instant::now() < deadline {
-                sleep(Duration::from_millis(10)).await;
-            }
-            if self.group_alive() {
-                how = "killed by SIGKILL";
-                let _ = kill_process_group(self.pgid, Signal::KILL);
-            }
-        }
-        // The reaper task collects the server; wait for it so no zombie is
-        // left behind once stop returns.
-        let status = self.exit_status(Duration::from_secs(5)).await;
-        self.ended.store(true, Ordering::SeqCst);
-        let status = status.map(|s| s.to_string());
+        let leader = &self.leader;
+        let left = timeout(grace, leader.exited()).await.is_ok();
+        leader.signal_group(Signal::TERM);
+        let ended = left || timeout(term_grace, leader.exited()).await.is_ok();
+        leader.signal_group(Signal::KILL);
+        let _ = timeout(KILLED_WAIT, leader.exited()).await;
+        leader.reap();
+        let how = match (left, ended) {
+            (true, _) => "left when its stdin closed",
+            (false, true) => "ended by SIGTERM",
+            (false, false) => "killed by SIGKILL",
+        };
+        let status = self.status().map(|s| s.to_string());
         tracing::info!(target: "spear_mcp_stdio", pid = self.pid(), how, status, "server stopped");
         tracing::debug!(target: "spear_mcp_stdio", pid = self.pid(), stderr = ?self.stderr_tail(), "server stderr tail");
     }
+}
 
-    fn group_alive(&self) -> bool {
-        test_kill_process_group(self.pgid).is_ok() && live_members(self.pgid).is_none_or(|n| n > 0)
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        // Synchronous on purpose: no task may be spawned here, and the
+        // runtime may be gone. The watcher reaps the leader once it ends.
+        self.kill();
     }
 }
 
 /// A job for the spawner thread.
 type Job = Box<dyn FnOnce() + Send>;
 
-/// Spawns `exec` from a thread that lives as long as the process (see the
-/// module's documentation): the main thread itself (which ends only with
-/// the process), else the spawner thread, awaited without blocking.
-async fn spawn_on_spawner_thread(exec: spawn::Exec) -> std::io::Result<spawn::Spawned> {
-    if spawn::on_main_thread() {
-        return spawn::spawn(&exec);
-    }
+/// Spawns `exec` from the spawner thread (see the module's documentation),
+/// awaited without blocking.
+async fn on_spawner_thread(exec: spawn::Exec) -> std::io::Result<spawn::Spawned> {
     let (done, spawned) = tokio::sync::oneshot::channel();
-    on_spawner_thread(Box::new(move || {
+    spawner(Box::new(move || {
         let _ = done.send(spawn::spawn(&exec));
     }))?;
     spawned
@@ -228,7 +219,7 @@ async fn spawn_on_spawner_thread(exec: spawn::Exec) -> std::io::Result<spawn::Sp
 /// Runs `job` on the spawner thread, started on first use. A job that
 /// panics ends itself only: the thread, and with it the parent-death
 /// signal of every server it started, lives on.
-fn on_spawner_thread(job: Job) -> std::io::Result<()> {
+fn spawner(job: Job) -> std::io::Result<()> {
     static SPAWNER: OnceLock<Option<std::sync::mpsc::Sender<Job>>> = OnceLock::new();
     let spawner = SPAWNER.get_or_init(|| {
         let (jobs, queue) = std::sync::mpsc::channel::<Job>();
@@ -247,46 +238,6 @@ fn on_spawner_thread(job: Job) -> std::io::Result<()> {
         .ok_or_else(|| std::io::Error::other("the spawner thread could not be started"))?
         .send(job)
         .map_err(|_| std::io::Error::other("the spawner thread has ended"))
-}
-
-/// How many members of group `pgid` have not ended, where `/proc` says: an
-/// unreaped orphan (pid 1 may never reap it) still makes the group exist for
-/// `kill`, and counting it made every such shutdown wait its whole grace.
-fn live_members(pgid: Pid) -> Option<usize> {
-    let pgid = pgid.as_raw_nonzero().get();
-    let dir = std::fs::read_dir("/proc").ok()?;
-    let live = dir
-        .flatten()
-        .filter(|e| {
-            e.file_name()
-                .to_str()
-                .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
-        })
-        .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
-        .filter(|stat| {
-            // The command name may hold spaces and parentheses: split after the last ')'.
-            let mut fields = stat
-                .rsplit_once(')')
-                .map(|(_, r)| r)
-                .unwrap_or("")
-                .split_whitespace();
-            let state = fields.next();
-            let group = fields.nth(1).and_then(|g| g.parse::<i32>().ok());
-            group == Some(pgid) && state != Some("Z") && state != Some("X")
-        })
-        .count();
-    Some(live)
-}
-
-impl Drop for ServerProcess {
-    fn drop(&mut self) {
-        // Synchronous on purpose: no task may be spawned here, and the
-        // runtime may be gone. The reaper task (or tokio's orphan queue, if
-        // the runtime is shutting down) collects the leader.
-        if !self.ended.load(Ordering::SeqCst) {
-            let _ = kill_process_group(self.pgid, Signal::KILL);
-        }
-    }
 }
 
 #[cfg(test)]
@@ -308,74 +259,5 @@ mod tests {
         assert!(tail.starts_with("rldxxx"), "{}", &tail[..10]);
         ring.push(&vec![b'y'; 3 * STDERR_KEPT]);
         assert_eq!(ring.tail(), "y".repeat(STDERR_KEPT));
-    }
-
-    fn config(command: &[&str]) -> ServerConfig {
-        let Some(serde_json::Value::Object(settings)) =
-            Some(serde_json::json!({ "command": command }))
-        else {
-            unreachable!()
-        };
-        ServerConfig::from_settings(&settings).expect("valid")
-    }
-
-    #[tokio::test]
-    async fn a_missing_program_names_the_command_and_the_os_error() {
-        let err = ServerProcess::spawn(&config(&["/nonexistent/server"]), Path::new("/"))
-            .await
-            .expect_err("cannot start");
-        let Failure::Start(reason) = err else {
-            panic!("{err:?}")
-        };
-        assert!(
-            reason.starts_with("cannot start `/nonexistent/server`: No such file or directory"),
-            "{reason}"
-        );
-    }
-
-    #[tokio::test]
-    async fn a_relative_program_path_is_taken_from_the_base_dir() {
-        let err = ServerProcess::spawn(&config(&["bin/srv"]), Path::new("/opt/caps"))
-            .await
-            .expect_err("cannot start");
-        assert!(
-            matches!(&err, Failure::Start(r) if r.starts_with("cannot start `/opt/caps/bin/srv`")),
-            "{err:?}"
-        );
-    }
-
-    #[tokio::test]
-    async fn stop_terminates_a_group_that_ignores_its_stdin() {
-        let (process, pipes) = ServerProcess::spawn(
-            &config(&["sh", "-c", "sleep 30 & sleep 30; wait"]),
-            Path::new("/"),
-        )
-        .await
-        .expect("spawned");
-        drop(pipes);
-        let started = Instant::now();
-        process
-            .stop(Duration::from_millis(100), Duration::from_secs(2))
-            .await;
-        assert!(!process.group_alive() || only_zombies(process.pid()));
-        let status = process.exit_status(Duration::ZERO).await.expect("reaped");
-        assert_eq!(status.to_string(), "signal: 15 (SIGTERM)");
-        assert!(started.elapsed() < Duration::from_secs(5));
-    }
-
-    /// Orphans go to pid 1, which in some containers never reaps them:
-    /// a zombie there has ended, it is just not collected.
-    fn only_zombies(pgid: u32) -> bool {
-        let Ok(dir) = std::fs::read_dir("/proc") else {
-            return false;
-        };
-        dir.flatten().all(|e| {
-            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
-            let Some((_, rest)) = stat.rsplit_once(')') else {
-                return true;
-            };
-            let fields: Vec<&str> = rest.split_whitespace().collect();
-            fields.get(2) != Some(&pgid.to_string().as_str()) || fields[0] == "Z"
-        })
     }
 }

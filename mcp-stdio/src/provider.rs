@@ -2,7 +2,7 @@
 
 use std::collections::HashSet;
 use std::path::Path;
-use std::sync::Arc;
+use std::process::ExitStatus;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -10,6 +10,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 use spear_capabilities::{CallRequest, CallResult, Error, Provider, ProviderInfo, ToolList};
 use tokio::sync::Mutex;
+use tokio::time::Instant;
 
 use crate::codec::MAX_LINE;
 use crate::config::ServerConfig;
@@ -21,18 +22,22 @@ use crate::{NAME, content};
 
 /// The only protocol version spoken; a server answering another is refused.
 pub const PROTOCOL_VERSION: &str = "2025-06-18";
-/// How long one request may take when the entry gives no timeout.
+/// How long one request of a start may take when the entry gives no timeout.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long a failure of a server whose stdout closed waits for the
+/// server's exit and last words on stderr (a dying server's come a moment
+/// after its stdout closed).
+const LAST_WORDS: Duration = Duration::from_millis(250);
 
 /// How a provider is run: its limits and the pace of its shutdown.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Options {
-    /// How long one request may take.
-    pub timeout: Duration,
     /// How long each request of the start (`initialize`, each `tools/list`
-    /// page) may take; `None`: `timeout`.
-    pub start_timeout: Option<Duration>,
+    /// page) may take. A call has no timeout here: its caller keeps it
+    /// (`Provider`'s contract).
+    pub timeout: Duration,
     /// The longest line accepted from the server.
     pub max_line: usize,
     /// How long shutdown waits for the server to leave after its stdin closes.
@@ -46,7 +51,6 @@ impl Default for Options {
     fn default() -> Self {
         Self {
             timeout: DEFAULT_TIMEOUT,
-            start_timeout: None,
             max_line: MAX_LINE,
             grace: Duration::from_secs(2),
             term_grace: Duration::from_secs(2),
@@ -55,21 +59,10 @@ impl Default for Options {
 }
 
 impl Options {
-    /// Sets the request timeout.
+    /// Sets how long each request of the start may take.
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
-    }
-
-    /// Lets each request of the start take `start_timeout`.
-    pub fn with_start_timeout(mut self, start_timeout: Duration) -> Self {
-        self.start_timeout = Some(start_timeout);
-        self
-    }
-
-    /// How long each request of the start may take.
-    fn start_timeout(&self) -> Duration {
-        self.start_timeout.unwrap_or(self.timeout)
     }
 
     /// Sets the line bound.
@@ -94,7 +87,7 @@ impl Options {
 pub struct McpProvider {
     id: String,
     connection: Connection,
-    process: Arc<ServerProcess>,
+    process: ServerProcess,
     server: (String, String),
     /// Whether the server declared the `tools` capability: MCP lets a
     /// client use only what was negotiated.
@@ -113,10 +106,10 @@ impl McpProvider {
     /// [`Error::Start`] when the command cannot be spawned or refuses to
     /// initialize; [`Error::Protocol`] when it answers another protocol
     /// version or breaks the framing; [`Error::Timeout`] or
-    /// [`Error::Crashed`] when it does not answer. The server is stopped:
-    /// after a timeout, in a task of its own, so that the error is returned
-    /// when the timeout happens (the stop sequence, bounded by the grace,
-    /// goes on; if the runtime ends first, the process group is killed).
+    /// [`Error::Crashed`] when it does not answer. A server whose start
+    /// failed is ended at once (SIGKILL to its group), so that the error is
+    /// returned when the failure happens, with what the server wrote on
+    /// stderr.
     ///
     /// # Cancel safety
     /// Dropping the future kills the server's process group.
@@ -129,14 +122,7 @@ impl McpProvider {
         let (process, pipes) = ServerProcess::spawn(config, base_dir)
             .await
             .map_err(|f| f.into_error(id, "", String::new()))?;
-        let process = Arc::new(process);
-        let connection = Connection::start(
-            pipes,
-            Arc::downgrade(&process),
-            options.timeout,
-            options.max_line,
-            id,
-        );
+        let connection = Connection::start(pipes.stdin, pipes.stdout, options.max_line, id);
         let mut provider = McpProvider {
             id: id.to_owned(),
             connection,
@@ -153,28 +139,19 @@ impl McpProvider {
                 provider.offers_tools = offers_tools;
                 Ok(provider)
             }
-            Err(failure @ Failure::Timeout(_)) => {
-                // A timeout is said when it happens: the server, still
-                // running, gets its whole stop sequence in a task of its own
-                // (killed with its group if the runtime ends first).
-                let error = failure.into_error(id, "", provider.process.stderr_tail());
-                tokio::spawn(async move {
-                    let _ = provider.shutdown().await;
-                });
-                Err(error)
-            }
             Err(failure) => {
-                // Stopped first, so that the error carries what the server
-                // wrote on stderr before the answer that failed the start,
-                // however far its drain had got when the answer came. Built
-                // from the failure itself: `error` would now call it a
-                // shutdown.
-                let _ = provider.shutdown().await;
-                provider
-                    .process
-                    .stderr_settled(Duration::from_millis(500))
-                    .await;
-                Err(failure.into_error(id, "", provider.process.stderr_tail()))
+                // How a server whose stdout closed ended is read before it
+                // is killed; then the error carries what it wrote on stderr
+                // before the answer that failed the start, however far the
+                // drain had got when the answer came.
+                let process = &provider.process;
+                let status = match failure {
+                    Failure::Closed(_) => process.last_words(LAST_WORDS).await,
+                    _ => None,
+                };
+                process.end(Instant::now() + LAST_WORDS).await;
+                let failure = provider.ended(failure, status);
+                Err(failure.into_error(id, "", process.stderr_tail()))
             }
         }
     }
@@ -190,11 +167,11 @@ impl McpProvider {
         // MCP: the client must never cancel its initialize request.
         let answer = self
             .connection
-            .request_within(
+            .request(
                 "initialize",
                 &params,
                 Cancel::Never,
-                self.options.start_timeout(),
+                Some(self.options.timeout),
             )
             .await;
         let answer: Value = match answer {
@@ -233,12 +210,28 @@ impl McpProvider {
         self.process.pid()
     }
 
-    fn error(&self, failure: Failure, tool: &str) -> Error {
-        let failure = if self.shut_down.load(Ordering::SeqCst) {
-            Failure::ShutDown
-        } else {
-            failure
+    /// `failure` as it is told: a shutdown once shutdown began; a closed
+    /// stdout as how the process ended (`status`), if it did.
+    fn ended(&self, failure: Failure, status: Option<ExitStatus>) -> Failure {
+        match failure {
+            _ if self.shut_down.load(Ordering::SeqCst) => Failure::ShutDown,
+            Failure::Closed(what) => Failure::Crashed(status.map_or_else(
+                || format!("it {what} but is still running"),
+                |status| status.to_string(),
+            )),
+            failure => failure,
+        }
+    }
+
+    /// The error for `failure` during a request for `tool` (empty outside
+    /// calls), read as it is reported: a server whose stdout closed is given
+    /// a moment for its exit and its last words.
+    async fn report(&self, failure: Failure, tool: &str) -> Error {
+        let status = match failure {
+            Failure::Closed(_) => self.process.last_words(LAST_WORDS).await,
+            _ => None,
         };
+        let failure = self.ended(failure, status);
         failure.into_error(&self.id, tool, self.process.stderr_tail())
     }
 
@@ -255,14 +248,10 @@ impl McpProvider {
                 Some(c) => json!({ "cursor": c }),
                 None => json!({}),
             };
+            let timeout = Some(self.options.timeout);
             let raw = self
                 .connection
-                .request_within(
-                    "tools/list",
-                    &params,
-                    Cancel::Notify,
-                    self.options.start_timeout(),
-                )
+                .request("tools/list", &params, Cancel::Notify, timeout)
                 .await?;
             bytes += raw.get().len();
             if bytes > MAX_LISTING_BYTES {
@@ -301,7 +290,7 @@ impl McpProvider {
         };
         let answer = self
             .connection
-            .request("tools/call", &params, Cancel::Notify)
+            .request("tools/call", &params, Cancel::Notify, None)
             .await?;
         content::call_result(&answer).map_err(Failure::Unreadable)
     }
@@ -342,20 +331,24 @@ impl Provider for McpProvider {
     }
 
     async fn list_tools(&self) -> Result<ToolList, Error> {
-        self.list_pages().await.map_err(|f| self.error(f, ""))
+        match self.list_pages().await {
+            Ok(list) => Ok(list),
+            Err(failure) => Err(self.report(failure, "").await),
+        }
     }
 
     async fn call_tool(&self, request: CallRequest) -> Result<CallResult, Error> {
-        self.call(&request)
-            .await
-            .map_err(|f| self.error(f, &request.tool))
+        match self.call(&request).await {
+            Ok(result) => Ok(result),
+            Err(failure) => Err(self.report(failure, &request.tool).await),
+        }
     }
 
     /// The connection's failure, if it failed: the server exited or closed
-    /// its stdout, broke the protocol, or a request timed out.
+    /// its stdout, broke the protocol, or a request of its start timed out.
     fn failure(&self) -> Option<Error> {
-        let failure = self.connection.failure()?;
-        Some(self.error(failure, ""))
+        let failure = self.ended(self.connection.failure()?, self.process.status());
+        Some(failure.into_error(&self.id, "", self.process.stderr_tail()))
     }
 
     async fn shutdown(&self) -> Result<(), Error> {

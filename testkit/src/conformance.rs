@@ -1,17 +1,23 @@
 //! A conformance suite every [`Provider`] implementation runs.
 //!
 //! Each check is a `pub async fn` over `&dyn Provider` that panics with a
-//! message when the provider does not behave as the core relies on. The
-//! provider under test must offer three tools:
+//! message when the provider does not behave as the core relies on (the
+//! trait's `# Contract` among it). The provider under test must offer four
+//! tools:
 //!
 //! - `echo`, with an object schema declaring a string `text`, whose result's
 //!   text contains the `text` it was given;
 //! - `fail`, whose result is the tool's own failure (`is_error`);
-//! - `reject`, which the provider answers with [`Error::CallRejected`].
+//! - `reject`, which the provider answers with [`Error::CallRejected`];
+//! - `hang`, which does not answer while the suite waits (seconds).
 //!
 //! [`script_mock`] sets a [`MockProvider`](crate::MockProvider) up that way;
 //! `spear-fixture-server` offers them as MCP tools. [`run_all`] runs every
-//! check, shutdown last.
+//! check, shutdown last. A check that names the calls it makes, such as
+//! [`a_dropped_call_is_abandoned_alone`], runs on any provider's own tools.
+
+use std::pin::pin;
+use std::time::Duration;
 
 use futures::future::join_all;
 use serde_json::{Map, Value, json};
@@ -25,6 +31,8 @@ pub fn script_mock(handle: &MockHandle) {
         .add_simple_tool("echo", "Echoes its text", &["text"])
         .add_simple_tool("fail", "Fails as a tool", &[])
         .add_simple_tool("reject", "Answers with an error", &[])
+        .add_simple_tool("hang", "Never answers", &[])
+        .tool_latency("hang", Duration::from_secs(3600))
         .answer("fail", CallResult::text("the tool failed").with_error(true))
         .fail_call(
             "reject",
@@ -48,7 +56,7 @@ async fn echo(p: &dyn Provider, text: &str) -> Result<CallResult, Error> {
 pub async fn lists_usable_tools(p: &dyn Provider) {
     let list = p.list_tools().await.expect("list_tools succeeds");
     let names: Vec<&str> = list.tools.iter().map(|t| t.name.as_str()).collect();
-    for want in ["echo", "fail", "reject"] {
+    for want in ["echo", "fail", "reject", "hang"] {
         assert!(
             names.contains(&want),
             "{}: no tool {want} in {names:?}",
@@ -131,6 +139,29 @@ pub async fn concurrent_calls_get_their_own_answers(p: &dyn Provider) {
     }
 }
 
+/// The contract's cancellation (`Provider`'s `# Contract`): a call whose
+/// future is dropped while in flight, as its caller's deadline drops it, is
+/// abandoned alone: the provider answers `next` at once (not after the
+/// dropped call) and has not failed. `dropped` should be a call that does
+/// not answer at once; one that does is dropped after its answer, and only
+/// `next` is checked.
+pub async fn a_dropped_call_is_abandoned_alone(
+    p: &dyn Provider,
+    dropped: CallRequest,
+    next: CallRequest,
+) {
+    {
+        let mut call = pin!(p.call_tool(dropped));
+        // In flight for a moment, then its caller gives up.
+        let _ = tokio::time::timeout(Duration::from_millis(100), call.as_mut()).await;
+    }
+    let answered = tokio::time::timeout(Duration::from_secs(10), p.call_tool(next))
+        .await
+        .unwrap_or_else(|_| panic!("{}: the call after a dropped one waited", p.id()));
+    answered.unwrap_or_else(|e| panic!("{}: the call after a dropped one failed: {e}", p.id()));
+    assert!(p.failure().is_none(), "{}: {:?}", p.id(), p.failure());
+}
+
 /// `info` names the kind; nothing else is required of it.
 pub async fn info_names_the_kind(p: &dyn Provider, kind: &str) {
     assert_eq!(p.info().kind, kind);
@@ -155,6 +186,8 @@ pub async fn run_all(p: &dyn Provider, kind: &str) {
     tool_failure_is_a_result(p).await;
     rejected_call_leaves_the_provider_usable(p).await;
     concurrent_calls_get_their_own_answers(p).await;
+    let hang = CallRequest::new("hang", Map::new());
+    a_dropped_call_is_abandoned_alone(p, hang, CallRequest::new("echo", args("after"))).await;
     info_names_the_kind(p, kind).await;
     shutdown_is_final_and_idempotent(p).await;
 }

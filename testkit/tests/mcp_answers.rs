@@ -36,32 +36,62 @@ fn text(t: &str) -> Value {
     json!({"content": [{"type": "text", "text": t}]})
 }
 
-/// A server that writes, with its answer, answers for the ids that come
-/// next (ids are easy to guess) has them counted as strays: the next call
-/// gets the answer the server writes after it was sent, however long that
-/// takes.
+/// Issue 42.12: an answer under a pending call's id that cannot be read at
+/// all (a byte that is not UTF-8, a member given twice, a byte-order mark,
+/// a raw NUL) fails that call at once with the reason, is counted as junk,
+/// and leaves the provider up.
 #[tokio::test]
-async fn an_answer_written_before_its_request_is_never_that_requests_answer() {
-    let forged: String = (1..=20)
-        .map(|id| {
-            format!(
-                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{}}}\n",
-                text("forged")
-            )
-        })
-        .collect();
-    let (p, _dir) = script(json!({
-        "early": [{"result": text("early")}, {"raw": forged}],
-        "late": [{"sleep_ms": 300}, {"result": text("honest")}],
-    }))
-    .await;
-    for _ in 0..3 {
-        let early = p.call_tool(call("early")).await.expect("answered");
-        assert_eq!(early.joined_text(), "early");
-        let late = p.call_tool(call("late")).await.expect("answered");
-        assert_eq!(late.joined_text(), "honest");
+async fn an_unreadable_answer_to_a_pending_call_fails_it_at_once() {
+    let ok = r#""result":{"content":[{"type":"text","text":"x"}]}"#;
+    let cases = [
+        (
+            "latin1",
+            format!("{{\"jsonrpc\":\"2.0\",\"id\":$ID,{ok},\"note\":\"caf\u{e9}\"}}\n"),
+            "it is not UTF-8: ",
+        ),
+        (
+            "twice",
+            format!("{{\"jsonrpc\":\"2.0\",\"id\":$ID,{ok},{ok}}}\n"),
+            "duplicate field `result`",
+        ),
+        (
+            "bom",
+            format!("\u{ef}\u{bb}\u{bf}{{\"jsonrpc\":\"2.0\",\"id\":$ID,{ok}}}\n"),
+            "it begins with a byte-order mark",
+        ),
+        (
+            "nul",
+            format!("{{\"jsonrpc\":\"2.0\",\"id\":$ID,{ok},\"note\":\"a\u{0}b\"}}\n"),
+            "control character (\\u0000-\\u001F) found while parsing a string",
+        ),
+    ];
+    let mut calls = serde_json::Map::new();
+    for (tool, bytes, _) in &cases {
+        calls.insert((*tool).into(), json!([{"bytes": bytes}]));
     }
-    assert_eq!(p.stats().stray_answers, 60);
+    calls.insert("good".into(), json!([{"result": text("fine")}]));
+    let (p, _dir) = script(Value::Object(calls)).await;
+    for (n, (tool, _, why)) in cases.into_iter().enumerate() {
+        let err = tokio::time::timeout(Duration::from_secs(10), p.call_tool(call(tool)))
+            .await
+            .expect("failed at once, not at the caller's deadline")
+            .expect_err("unreadable");
+        let Error::CallUnreadable { reason, .. } = &err else {
+            panic!("{tool}: {err:?}")
+        };
+        assert!(
+            reason.starts_with("the server's answer to this call cannot be read: ")
+                && reason.contains(why),
+            "{tool}: {reason}"
+        );
+        assert!(p.failure().is_none(), "{tool}: {:?}", p.failure());
+        assert_eq!(p.stats().junk_lines, n as u64 + 1, "{tool}");
+        let next = p
+            .call_tool(call("good"))
+            .await
+            .expect("the next call succeeds");
+        assert_eq!(next.joined_text(), "fine");
+    }
     let pid = p.pid();
     p.shutdown().await.expect("shutdown");
     assert_gone(pid);

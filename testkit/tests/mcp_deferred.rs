@@ -1,7 +1,7 @@
-//! mcp-stdio: a call sent while others are in flight is queued, and its own
-//! future writes the queue after one yield (`mcp-stdio/src/outbox.rs`).
-//! Abandoned right then, before that write, its line must still go out,
-//! followed by its cancellation, and nothing may be left waiting behind it.
+//! mcp-stdio: a call sent while others are in flight is queued for the
+//! writer task (`mcp-stdio/src/outbox.rs`). Abandoned right then, before the
+//! writer wrote it, its line must still go out, followed by its
+//! cancellation, and nothing may be left waiting behind it.
 
 mod common;
 
@@ -20,7 +20,7 @@ async fn a_call_abandoned_before_its_queued_line_is_written_still_sends_it_and_i
         let mut hang = pin!(p.call_tool(call("hang")));
         assert!(futures::poll!(hang.as_mut()).is_pending());
         let mut queued = pin!(p.call_tool(CallRequest::new("echo", text_args("queued"))));
-        // Its first poll queues its line and yields before writing it.
+        // Its first poll queues its line for the writer task.
         assert!(futures::poll!(queued.as_mut()).is_pending());
         // Both are dropped here, the queued one first.
     }

@@ -99,6 +99,29 @@ async fn a_server_that_exits_at_start_crashed_with_its_status_and_stderr() {
     );
 }
 
+/// Issue 42.12: a server that closes its stdout during the start and lives
+/// on is noticed at once, with its stderr; it is ended.
+#[tokio::test]
+async fn a_server_that_closes_its_stdout_during_the_start_is_noticed_at_once() {
+    let config = spear_mcp_stdio::ServerConfig::new([
+        "sh",
+        "-c",
+        "echo 'closing stdout' >&2; exec >&-; exec sleep 5",
+    ]);
+    let began = Instant::now();
+    let err =
+        spear_mcp_stdio::McpProvider::start("sh", &config, std::path::Path::new("/"), options())
+            .await
+            .expect_err("stdout closed");
+    let took = began.elapsed();
+    let Error::Crashed { status, stderr, .. } = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(status, "it closed its stdout but is still running");
+    assert_eq!(stderr, "closing stdout\n");
+    assert!(took < Duration::from_secs(1), "noticed after {took:?}");
+}
+
 #[tokio::test]
 async fn a_command_that_cannot_be_spawned_names_the_command_and_the_os_error() {
     let serde_json::Value::Object(settings) =

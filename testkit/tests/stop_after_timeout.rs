@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use gateway::{bench, fixture, invoke};
 use serde_json::json;
 use spear_capabilities::AnswerStatus;
+use spear_capabilities::internals::session::TIMEOUT_GRACE;
 
 #[tokio::test]
 async fn a_server_that_timed_out_gets_its_whole_stop_before_close_returns() {
@@ -85,4 +86,81 @@ async fn a_close_cancels_a_call_in_flight_with_the_server_and_says_its_outcome_i
                 && m["params"]["requestId"] == call["id"]),
         "{received:?}"
     );
+}
+
+/// A call's deadline is its caller's (`Provider`'s contract): past the
+/// entry's timeout the gateway drops the call, which tells the server it is
+/// cancelled; the turn is told the call timed out, the provider is left out
+/// of the turn, and nothing more is sent to it. (Moved here from the
+/// provider's own tests when the provider's timer on calls went, issue 42.11.)
+#[tokio::test]
+async fn a_call_that_times_out_is_cancelled_and_fails_the_provider() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("received.jsonl");
+    let b = bench(fixture(&["--log", log.to_str().expect("utf-8")]), 1.0);
+    let turn = b.turn().await;
+    let a = invoke(&turn, "hostile/hang", json!({})).await;
+    assert_eq!(a.status, AnswerStatus::Unavailable, "{}", a.text);
+    assert!(
+        a.text.starts_with(
+            "`hostile/hang` took longer than its 1 s timeout; provider `hostile` is unavailable (timed out)"
+        ),
+        "{}",
+        a.text
+    );
+    assert_eq!(b.failure()["reason"], "timed_out");
+    let later = invoke(&turn, "hostile/fail", json!({})).await;
+    assert_eq!(later.status, AnswerStatus::Unavailable, "{}", later.text);
+    b.session.close().await;
+    let received: Vec<serde_json::Value> = std::fs::read_to_string(&log)
+        .expect("log")
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let hang = received
+        .iter()
+        .find(|m| m["params"]["name"] == "hang")
+        .expect("hang was sent");
+    assert!(
+        received
+            .iter()
+            .any(|m| m["method"] == "notifications/cancelled"
+                && m["params"]["requestId"] == hang["id"]),
+        "{received:?}"
+    );
+    assert!(
+        !received.iter().any(|m| m["params"]["name"] == "fail"),
+        "sent after the provider failed"
+    );
+}
+
+/// Each call gets the whole timeout from when it is sent: calls that keep
+/// answering across several timeouts never time out, and one made after the
+/// provider sat idle for most of a timeout still gets a whole one (and the
+/// gateway's grace), no more.
+#[tokio::test]
+async fn each_call_gets_the_whole_timeout_from_when_it_is_sent() {
+    let timeout = Duration::from_secs(1);
+    let b = bench(fixture(&[]), 1.0);
+    let turn = b.turn().await;
+    let busy = Instant::now();
+    while busy.elapsed() < timeout * 3 {
+        let a = invoke(&turn, "hostile/fail", json!({})).await;
+        assert_eq!(a.status, AnswerStatus::Failed, "{}", a.text);
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    tokio::time::sleep(timeout * 2 / 3).await;
+    let sent = Instant::now();
+    let a = invoke(&turn, "hostile/hang", json!({})).await;
+    let waited = sent.elapsed();
+    assert_eq!(a.status, AnswerStatus::Unavailable, "{}", a.text);
+    assert!(
+        waited >= timeout,
+        "gave up after {waited:?}, before {timeout:?}"
+    );
+    assert!(
+        waited < timeout * 2 + TIMEOUT_GRACE,
+        "gave up after {waited:?}, long after {timeout:?}"
+    );
+    b.session.close().await;
 }

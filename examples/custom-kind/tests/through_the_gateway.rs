@@ -3,12 +3,15 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
+use serde_json::{Map, Value, json};
 use spear_capabilities::{
-    AnswerStatus, Audit, Auto, Kinds, Registry, Session, SessionOptions, TurnContext, TurnKind,
+    AnswerStatus, Audit, Auto, CallRequest, ConnectRequest, Kinds, Registry, Session,
+    SessionOptions, TurnContext, TurnKind,
 };
 use spear_example_kind as _;
-use spear_testkit::ours;
+use spear_testkit::{conformance, ours};
 
 #[test]
 fn the_kind_is_registered_by_linking_the_crate() {
@@ -70,4 +73,20 @@ async fn a_turn_uses_the_calculator_through_the_gateway() {
         "multiply is a WRITE and the default policy refuses"
     );
     session.close().await;
+}
+
+/// The kind keeps `Provider`'s contract, as testkit's conformance check
+/// holds every kind to it: a call dropped by its caller leaves the provider
+/// answering the next at once.
+#[tokio::test]
+async fn the_calculator_keeps_the_provider_contract() {
+    let request = ConnectRequest::new("calc", Map::new(), Duration::from_secs(5), "/");
+    let p = (spear_example_kind::KIND.connect)(request)
+        .await
+        .expect("connects");
+    let Value::Object(operands) = json!({"a": 2, "b": 40}) else {
+        unreachable!()
+    };
+    let add = CallRequest::new("add", operands);
+    conformance::a_dropped_call_is_abandoned_alone(p.as_ref(), add.clone(), add).await;
 }

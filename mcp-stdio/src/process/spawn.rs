@@ -10,18 +10,33 @@
 
 #![allow(unsafe_code)]
 
+use std::collections::BTreeMap;
 use std::ffi::{CString, OsStr, OsString};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicI32, Ordering};
 
 use libc::{c_char, c_int, c_void};
 use rustix::pipe::{PipeFlags, pipe_with};
-use rustix::process::{Pid, Resource, getpid, getrlimit};
+use rustix::process::{Pid, getpid};
 
-use super::child::Child;
+use super::child::Leader;
+use crate::program::Program;
+
+// The kernel's signal set is 64 bits here (`set_mask`); on MIPS it is 128.
+#[cfg(not(any(
+    target_arch = "x86_64",
+    target_arch = "x86",
+    target_arch = "aarch64",
+    target_arch = "arm",
+    target_arch = "riscv64",
+    target_arch = "powerpc64",
+    target_arch = "s390x",
+    target_arch = "loongarch64"
+)))]
+compile_error!("the spawn's signal mask assumes the kernel's 8-byte signal set");
 
 /// The child's stack: its frames are a few hundred bytes, `execve` reads
 /// its arguments from the parent's memory.
@@ -30,7 +45,7 @@ const STACK: usize = 64 * 1024;
 /// A started child and the parent's ends of its three pipes.
 #[derive(Debug)]
 pub(super) struct Spawned {
-    pub(super) child: Child,
+    pub(super) leader: Leader,
     pub(super) stdin: OwnedFd,
     pub(super) stdout: OwnedFd,
     pub(super) stderr: OwnedFd,
@@ -46,12 +61,11 @@ pub(super) struct Exec {
 }
 
 impl Exec {
-    /// `program` (a bare name looked up in the `PATH` of `env`, else used
-    /// as given), its `args` and the child's whole environment.
-    pub(super) fn new<'a>(
-        program: &Path,
-        args: impl IntoIterator<Item = &'a str>,
-        env: impl IntoIterator<Item = (OsString, OsString)>,
+    /// `program`, its `args` and the child's whole environment.
+    pub(super) fn new(
+        program: &Program,
+        args: &[String],
+        env: BTreeMap<OsString, OsString>,
     ) -> io::Result<Self> {
         let envp = env
             .into_iter()
@@ -60,31 +74,14 @@ impl Exec {
                 pair.push(value);
                 c_string(&pair)
             })
-            .collect::<io::Result<Vec<_>>>()?;
-        let name = program.as_os_str();
-        let candidates = if name.is_empty() {
-            Vec::new()
-        } else if name.as_bytes().contains(&b'/') {
-            vec![c_string(name)?]
-        } else {
-            // Each entry of PATH in turn, an empty one being the working folder.
-            let path = envp
-                .iter()
-                .find_map(|pair| pair.as_bytes().strip_prefix(b"PATH="))
-                .unwrap_or(b"/bin:/usr/bin");
-            path.split(|b| *b == b':')
-                .map(|dir| {
-                    let mut full = dir.to_vec();
-                    if !dir.is_empty() {
-                        full.push(b'/');
-                    }
-                    full.extend_from_slice(name.as_bytes());
-                    c_string(OsStr::from_bytes(&full))
-                })
-                .collect::<io::Result<_>>()?
-        };
-        let argv = std::iter::once(c_string(name))
-            .chain(args.into_iter().map(|a| c_string(OsStr::new(a))))
+            .collect::<io::Result<_>>()?;
+        let candidates = program
+            .candidates
+            .iter()
+            .map(|c| c_string(c.as_os_str()))
+            .collect::<io::Result<_>>()?;
+        let argv = std::iter::once(c_string(program.shown.as_os_str()))
+            .chain(args.iter().map(|a| c_string(OsStr::new(a))))
             .collect::<io::Result<_>>()?;
         Ok(Exec {
             candidates,
@@ -111,9 +108,9 @@ struct ChildArgs {
     /// The child's ends of the pipes, for its fds 0, 1 and 2; all above 2.
     fds: [c_int; 3],
     parent: libc::pid_t,
-    /// The highest descriptor that may be open, for kernels without
-    /// `close_range` (before 5.9).
-    max_fd: c_int,
+    /// The highest descriptor open at the spawn, for kernels without
+    /// `close_range` (before 5.9); -1 where it is not needed.
+    highest_fd: c_int,
     /// Why the child did not reach the server's code (an errno), 0 if it did.
     errno: AtomicI32,
 }
@@ -140,8 +137,8 @@ fn pipe(child_reads: bool) -> io::Result<(OwnedFd, OwnedFd)> {
 }
 
 /// Starts `exec` in a process group of its own with the parent-death signal
-/// set to SIGKILL, on a thread that lives as long as the process; the error
-/// is why exec failed, as execvp(3) gives it.
+/// set to SIGKILL, and its pidfd; the error is why exec failed, as
+/// execvp(3) gives it. Called on the spawner thread.
 pub(super) fn spawn(exec: &Exec) -> io::Result<Spawned> {
     let (stdin, child_in) = pipe(true)?;
     let (stdout, child_out) = pipe(false)?;
@@ -161,51 +158,52 @@ pub(super) fn spawn(exec: &Exec) -> io::Result<Spawned> {
             child_err.as_raw_fd(),
         ],
         parent: getpid().as_raw_nonzero().get(),
-        max_fd: max_fd(),
+        highest_fd: if close_range_works() {
+            -1
+        } else {
+            highest_fd()
+        },
         errno: AtomicI32::new(0),
     };
     let stack = Stack::new()?;
-    let (pid, pidfd) = match clone(&args, &stack, libc::CLONE_PIDFD) {
+    let (pid, pidfd) = match clone(&args, &stack) {
         // Kernels before 5.2 have no CLONE_PIDFD.
-        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => clone(&args, &stack, 0)?,
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+            return Err(io::Error::other(
+                "starting a process with a pidfd needs Linux 5.4 or later",
+            ));
+        }
         other => other?,
     };
     let pid = Pid::from_raw(pid).ok_or_else(|| io::Error::other("clone gave no pid"))?;
-    let child = Child::new(pid, pidfd);
+    // The child has exec'd or exited (CLONE_VFORK resumed us): on an error
+    // the leader is dropped, which reaps it.
+    let leader = Leader::new(pid, pidfd)?;
     match args.errno.load(Ordering::SeqCst) {
         0 => Ok(Spawned {
-            child,
+            leader,
             stdin,
             stdout,
             stderr,
         }),
-        // The child has exited (CLONE_VFORK resumed us after its _exit):
-        // dropping it reaps it.
         errno => Err(io::Error::from_raw_os_error(errno)),
     }
 }
 
-/// Whether this is the process's main thread (its thread id is the pid).
-pub(super) fn on_main_thread() -> bool {
-    rustix::thread::gettid() == getpid()
-}
-
-/// One clone with `extra` flags; returns once the child has exec'd or
+/// One clone; returns the child's pid and pidfd once it has exec'd or
 /// exited (CLONE_VFORK).
-fn clone(
-    args: &ChildArgs,
-    stack: &Stack,
-    extra: c_int,
-) -> io::Result<(libc::pid_t, Option<OwnedFd>)> {
+fn clone(args: &ChildArgs, stack: &Stack) -> io::Result<(libc::pid_t, OwnedFd)> {
     let mut pidfd: c_int = -1;
-    let flags = libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD | extra;
+    let flags = libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PIDFD | libc::SIGCHLD;
     let old = set_mask(u64::MAX)?;
     // SAFETY: the child runs `child_main` on `stack` (a guard page below,
-    // 16-byte aligned top) in our memory; this thread is suspended until it
-    // execs or exits, so `args` and what it points to stay valid and
-    // unchanged. Every signal is blocked, so no handler runs in the child
-    // before it resets them. With CLONE_PIDFD the kernel writes the pidfd
-    // into `pidfd` (the wrapper's parent_tid argument).
+    // 16-byte aligned top) in our memory. Only this thread is suspended
+    // until the child execs or exits, so `args` and what it points to stay
+    // valid and unchanged (they are this thread's); the embedder's other
+    // threads keep running, which `child_main` allows for. Every signal is
+    // blocked, so no handler of ours runs in the child before it resets
+    // them. The kernel writes the pidfd into `pidfd` (the wrapper's
+    // parent_tid argument).
     let pid = unsafe {
         libc::clone(
             child_main,
@@ -221,18 +219,19 @@ fn clone(
         return Err(error);
     }
     // SAFETY: with CLONE_PIDFD the kernel gave us this fresh descriptor.
-    let pidfd = (extra & libc::CLONE_PIDFD != 0 && pidfd >= 0)
-        .then(|| unsafe { OwnedFd::from_raw_fd(pidfd) });
-    Ok((pid, pidfd))
+    Ok((pid, unsafe { OwnedFd::from_raw_fd(pidfd) }))
 }
 
-/// The child, from clone to exec, sharing the parent's memory: raw system
-/// calls only, on the data in `ChildArgs`.
+/// The child, from clone to exec, in the parent's memory while the
+/// embedder's other threads run: so it allocates nothing and takes no lock
+/// (another thread may hold the allocator's), makes only raw system calls,
+/// and writes only to its own stack, `ChildArgs::errno` and the errno of
+/// the suspended thread, whose thread pointer it shares.
 extern "C" fn child_main(arg: *mut c_void) -> c_int {
-    // SAFETY: `arg` is the parent's `ChildArgs`, alive and unchanged until
-    // we exec or exit (the parent is suspended). Every call below is
-    // async-signal-safe and uses only that data and our own stack; errno
-    // is read right after the call that failed.
+    // SAFETY: `arg` is the suspended thread's `ChildArgs`, alive and
+    // unchanged until we exec or exit. Every call below is async-signal-safe
+    // and uses only that data and our own stack; errno is read right after
+    // the call that failed.
     unsafe {
         let args = &*(arg as *const ChildArgs);
         let errno = || *libc::__errno_location();
@@ -256,7 +255,7 @@ extern "C" fn child_main(arg: *mut c_void) -> c_int {
         // close_range(2) and close(2) touch only the child's own descriptor
         // table (clone without CLONE_FILES copied it).
         if libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) != 0 {
-            for fd in 3..=args.max_fd {
+            for fd in 3..=args.highest_fd {
                 libc::close(fd);
             }
         }
@@ -302,11 +301,24 @@ unsafe fn fail(args: &ChildArgs, errno: c_int) -> ! {
     unsafe { libc::_exit(127) }
 }
 
-/// The highest descriptor this process may have open: one below its
-/// `RLIMIT_NOFILE`, capped so that the fallback loop stays short.
-fn max_fd() -> c_int {
-    let limit = getrlimit(Resource::Nofile).current.unwrap_or(u64::MAX);
-    c_int::try_from(limit.min(1 << 20)).unwrap_or(1 << 20) - 1
+/// Whether this kernel has close_range(2) (5.9 and later), asked once.
+fn close_range_works() -> bool {
+    static WORKS: OnceLock<bool> = OnceLock::new();
+    // SAFETY: closes nothing: no descriptor is numbered that high.
+    *WORKS.get_or_init(|| unsafe {
+        libc::syscall(libc::SYS_close_range, u32::MAX, u32::MAX, 0u32) == 0
+    })
+}
+
+/// The highest descriptor open now (from `/proc/self/fd`), so that the
+/// child's fallback closes as many as are open, not as many as may be; a
+/// descriptor another thread opens meanwhile without close-on-exec is the
+/// race every fork has.
+fn highest_fd() -> c_int {
+    let open = std::fs::read_dir("/proc/self/fd").into_iter().flatten();
+    open.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .max()
+        .unwrap_or(1024)
 }
 
 /// The child's stack: an anonymous mapping with a guard page below.
@@ -357,9 +369,10 @@ fn page() -> usize {
     rustix::param::page_size()
 }
 
-/// Sets this thread's signal mask (one bit a signal, 1 to 64) through the
-/// raw system call, which, unlike `pthread_sigmask`, also sets glibc's
-/// internal signals; returns the mask it replaced. Async-signal-safe.
+/// Sets this thread's signal mask (one bit a signal, 1 to 64: the kernel's
+/// whole set on the architectures above) through the raw system call,
+/// which, unlike `pthread_sigmask`, also sets glibc's internal signals;
+/// returns the mask it replaced. Async-signal-safe.
 fn set_mask(mask: u64) -> io::Result<u64> {
     let mut old = 0u64;
     // SAFETY: rt_sigprocmask(2) reads and writes two 8-byte sets we own;
@@ -409,29 +422,39 @@ mod tests {
         assert_eq!(blocked(), before);
     }
 
-    /// A wait that is cancelled leaves the pidfd with the child, to kill and
-    /// reap it through.
-    #[tokio::test]
-    async fn a_cancelled_wait_keeps_the_pidfd() {
-        let exec = Exec::new(
-            Path::new("/bin/sleep"),
-            ["30"],
-            std::iter::empty::<(OsString, OsString)>(),
-        )
-        .expect("exec");
-        let mut spawned = spawn(&exec).expect("spawned");
-        assert!(spawned.child.has_pidfd(), "this kernel gives pidfds");
-        let waited =
-            tokio::time::timeout(std::time::Duration::from_millis(20), spawned.child.wait()).await;
-        assert!(waited.is_err(), "sleep 30 ended");
-        assert!(spawned.child.has_pidfd(), "the pidfd was lost");
-        let pid = spawned.child.pid();
-        drop(spawned);
-        // Killed and reaped through the pidfd.
-        let gone = (0..500).any(|_| {
-            std::thread::sleep(std::time::Duration::from_millis(10));
-            !Path::new(&format!("/proc/{pid}")).exists()
-        });
-        assert!(gone, "{pid} left");
+    /// A leader that ended stays unreaped, its group id reserved, until its
+    /// group was sent SIGKILL; then it is reaped, and no signal of ours is
+    /// sent to its id any more.
+    #[test]
+    fn a_leader_is_reaped_only_after_its_group_was_sent_sigkill() {
+        let program = Program::resolve("/bin/sh", std::path::Path::new("/"), &BTreeMap::new());
+        let args = ["-c".to_owned(), "exit 3".to_owned()];
+        let exec = Exec::new(&program, &args, BTreeMap::new()).expect("exec");
+        let leader = spawn(&exec).expect("spawned").leader;
+        let pid = leader.pid();
+        let stat = || std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while leader.status().is_none() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert_eq!(
+            leader.status().map(|s| s.to_string()).as_deref(),
+            Some("exit status: 3")
+        );
+        assert!(!leader.reap(), "reaped before its group was sent SIGKILL");
+        let zombie = stat().expect("still in the process table");
+        assert_eq!(zombie.rsplit_once(") ").map(|(_, r)| &r[..1]), Some("Z"));
+        leader.signal_group(rustix::process::Signal::KILL);
+        assert!(leader.reap());
+        assert_eq!(stat(), None, "{pid} left");
+    }
+
+    /// Without close_range the child closes up to the highest descriptor
+    /// open, which is found.
+    #[test]
+    fn the_highest_open_descriptor_is_found() {
+        let file = std::fs::File::open("/dev/null").expect("open");
+        assert!(highest_fd() >= file.as_raw_fd());
+        assert!(close_range_works(), "this kernel has close_range");
     }
 }

@@ -39,10 +39,8 @@ async fn output(command: &[&str], env: &[(&str, &str)]) -> (u32, String) {
         .expect("spawned");
     let mut out = String::new();
     pipes.stdout.read_to_string(&mut out).await.expect("stdout");
-    process
-        .exit_status(Duration::from_secs(5))
-        .await
-        .expect("exited");
+    let exited = tokio::time::timeout(Duration::from_secs(5), process.leader.exited()).await;
+    exited.expect("exited");
     (process.pid(), out)
 }
 
@@ -236,24 +234,21 @@ async fn a_panicking_spawn_job_takes_no_server_down() {
     let (process, _pipes) = ServerProcess::spawn(&config(&["sleep", "30"], &[]), Path::new("/"))
         .await
         .expect("spawned");
-    super::on_spawner_thread(Box::new(|| panic!("a spawn job that panics (on purpose)")))
-        .expect("queued");
+    super::spawner(Box::new(|| panic!("a spawn job that panics (on purpose)"))).expect("queued");
     let (second, _more) = ServerProcess::spawn(&config(&["sleep", "30"], &[]), Path::new("/"))
         .await
         .expect("a later start works");
     // Give a SIGKILL from a dead spawner thread time to land.
     tokio::time::sleep(Duration::from_millis(200)).await;
-    assert!(process.group_alive(), "the first server was killed");
-    assert!(second.group_alive());
-    assert!(process.exit_status(Duration::ZERO).await.is_none());
+    assert!(process.status().is_none(), "the first server was killed");
+    assert!(second.status().is_none());
 }
 
 /// A start that waits for the spawner thread leaves its runtime's thread
 /// free: a ticker on the same current-thread runtime keeps ticking.
 #[tokio::test(flavor = "current_thread")]
 async fn a_start_waiting_for_the_spawner_does_not_block_its_runtime() {
-    super::on_spawner_thread(Box::new(|| std::thread::sleep(Duration::from_millis(500))))
-        .expect("queued");
+    super::spawner(Box::new(|| std::thread::sleep(Duration::from_millis(500)))).expect("queued");
     let ticks = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
     let counted = std::sync::Arc::clone(&ticks);
     let ticker = tokio::spawn(async move {
@@ -272,4 +267,68 @@ async fn a_start_waiting_for_the_spawner_does_not_block_its_runtime() {
         "the runtime ticked {ticked} times while the start waited"
     );
     drop(process);
+}
+
+#[tokio::test]
+async fn a_relative_program_path_is_taken_from_the_base_dir() {
+    let err = ServerProcess::spawn(&config(&["bin/srv"], &[]), Path::new("/opt/caps"))
+        .await
+        .expect_err("cannot start");
+    assert!(
+        matches!(&err, Failure::Start(r) if r.starts_with("cannot start `/opt/caps/bin/srv`")),
+        "{err:?}"
+    );
+}
+
+/// Issue 42.4: the stop is driven by the leader's exit: a group that
+/// ignores its stdin gets SIGTERM after the grace, the rest of it SIGKILL,
+/// and the leader is reaped before stop returns.
+#[tokio::test]
+async fn stop_terminates_a_group_that_ignores_its_stdin() {
+    let (process, pipes) = ServerProcess::spawn(
+        &config(&["sh", "-c", "sleep 30 & sleep 30; wait"], &[]),
+        Path::new("/"),
+    )
+    .await
+    .expect("spawned");
+    drop(pipes);
+    let started = Instant::now();
+    process
+        .stop(Duration::from_millis(100), Duration::from_secs(2))
+        .await;
+    assert!(reaped_within(process.pid(), Duration::ZERO), "not reaped");
+    let status = process.status().expect("ended");
+    assert_eq!(status.to_string(), "signal: 15 (SIGTERM)");
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+/// Issue 42.10: the start and the kind's `check` resolve a program with one
+/// resolver. With no `PATH` of ours, a bare name is found where execvp(3)
+/// looks: what the check passes, the start runs, and what it refuses, the
+/// start refuses in the same words.
+#[tokio::test]
+async fn with_no_path_of_ours_the_check_and_the_start_agree() {
+    use crate::program::{Program, environment};
+    use std::io::Read;
+    let config = config(&["sh", "-c", "echo ran"], &[]);
+    let env = environment(&config, |_| None);
+    let program = Program::resolve("sh", Path::new("/"), &env);
+    assert!(program.runnable().is_ok(), "{program:?}");
+    let exec = super::spawn::Exec::new(&program, &config.command[1..], env.clone()).expect("exec");
+    let spawned = super::on_spawner_thread(exec)
+        .await
+        .expect("the start runs it");
+    let mut out = String::new();
+    std::fs::File::from(spawned.stdout)
+        .read_to_string(&mut out)
+        .expect("stdout");
+    assert_eq!(out, "ran\n");
+    let missing = Program::resolve("spear-no-such-server", Path::new("/"), &env);
+    let checked = missing.runnable().expect_err("refused");
+    let exec = super::spawn::Exec::new(&missing, &[], env).expect("exec");
+    let started = super::on_spawner_thread(exec).await.expect_err("refused");
+    assert_eq!(
+        missing.cannot_start(&checked),
+        missing.cannot_start(&started)
+    );
 }

@@ -23,6 +23,8 @@
 //! - `{"line": V}`: V as one line, every string `"$ID"` in it replaced by the
 //!   request's id and every `"$FRESH"` by a cursor never used before
 //! - `{"raw": "text"}`: the text as it is (no newline added), `$ID` replaced
+//! - `{"bytes": "text"}`: as `raw`, each character U+0000 to U+00FF written
+//!   as that one byte (for lines that are not UTF-8)
 //! - `{"text_result": N}`: a text result of N bytes, streamed
 //! - `{"echo": "ok" | "error" | "reject"}`: the call's `text` argument back,
 //!   as a text result, as a result with `isError`, or as JSON-RPC error
@@ -108,6 +110,10 @@ impl Player {
                 self.line(&line);
             } else if let Some(raw) = action["raw"].as_str() {
                 self.write(raw.replace("$ID", &id.to_string()).as_bytes());
+            } else if let Some(text) = action["bytes"].as_str() {
+                let text = text.replace("$ID", &id.to_string());
+                let bytes: Option<Vec<u8>> = text.chars().map(|c| u8::try_from(c).ok()).collect();
+                self.write(&bytes.unwrap_or_else(|| die("bytes: a character past U+00FF")));
             } else if let Some(n) = action["text_result"].as_u64() {
                 self.text_result(id, n as usize);
             } else if let Some(text) = action["stderr"].as_str() {

@@ -1,0 +1,154 @@
+//! Where an entry's program is, and with what environment it runs: the one
+//! resolver of the start and of the kind's `check`, so that they never
+//! disagree.
+//!
+//! A name with a `/` is a path, taken from the capabilities file's folder
+//! when relative; a bare name is looked up in the `PATH` the server gets,
+//! as execvp(3) does, in `/bin:/usr/bin` when it gets none.
+
+use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use spear_capabilities::KindSettings;
+
+use crate::ServerConfig;
+
+/// Where execvp(3) looks for a bare name when there is no `PATH`.
+const DEFAULT_PATH: &str = "/bin:/usr/bin";
+
+/// The server's whole environment: `PATH` and `HOME` as `ours` has them,
+/// then the entry's `env`, which wins.
+pub(crate) fn environment(
+    config: &ServerConfig,
+    ours: impl Fn(&str) -> Option<OsString>,
+) -> BTreeMap<OsString, OsString> {
+    let mut env: BTreeMap<OsString, OsString> = ["PATH", "HOME"]
+        .into_iter()
+        .filter_map(|name| Some((name.into(), ours(name)?)))
+        .collect();
+    env.extend(config.env.iter().map(|(k, v)| (k.into(), v.into())));
+    env
+}
+
+/// A program as a start runs it: the name to show, and each path to try
+/// in turn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Program {
+    /// The name in messages: the path tried, or the bare name.
+    pub(crate) shown: PathBuf,
+    /// The paths tried, in order (one for a path, one per `PATH` entry).
+    pub(crate) candidates: Vec<PathBuf>,
+}
+
+impl Program {
+    /// Resolves `name` for a server with environment `env`, relative paths
+    /// from `base`. An empty `PATH` entry is the working folder.
+    pub(crate) fn resolve(name: &str, base: &Path, env: &BTreeMap<OsString, OsString>) -> Self {
+        if name.contains('/') {
+            let path = base.join(name);
+            return Program {
+                shown: path.clone(),
+                candidates: vec![path],
+            };
+        }
+        let path = env
+            .get(OsStr::new("PATH"))
+            .map_or(DEFAULT_PATH.as_ref(), |p| p.as_os_str());
+        let candidates = path
+            .as_bytes()
+            .split(|b| *b == b':')
+            .map(|dir| Path::new(OsStr::from_bytes(dir)).join(name))
+            .collect();
+        Program {
+            shown: name.into(),
+            candidates,
+        }
+    }
+
+    /// Whether a start could run it, as execvp(3) would decide: the first
+    /// candidate that is an executable file wins; a missing one is skipped
+    /// (a path's error is its own); one found but not executable (or a
+    /// folder) makes the answer "Permission denied".
+    pub(crate) fn runnable(&self) -> io::Result<()> {
+        use std::os::unix::fs::PermissionsExt;
+        let (mut denied, mut last) = (false, io::Error::from_raw_os_error(libc::ENOENT));
+        for candidate in &self.candidates {
+            match std::fs::metadata(candidate) {
+                Ok(m) if !m.is_dir() && m.permissions().mode() & 0o111 != 0 => return Ok(()),
+                Ok(_) => denied = true,
+                Err(e) if e.raw_os_error() == Some(libc::EACCES) => denied = true,
+                Err(e) => last = e,
+            }
+        }
+        Err(if denied {
+            io::Error::from_raw_os_error(libc::EACCES)
+        } else {
+            last
+        })
+    }
+
+    /// The message of a start that cannot run it.
+    pub(crate) fn cannot_start(&self, e: &io::Error) -> String {
+        format!("cannot start `{}`: {e}", self.shown.display())
+    }
+}
+
+/// The kind's `check`: why the server of an entry with `settings` cannot
+/// be started, in the words a start uses. Settings that do not validate
+/// are not this check's.
+pub(crate) fn check(settings: &KindSettings, base: &Path) -> Result<(), String> {
+    let Ok(config) = ServerConfig::from_settings(settings) else {
+        return Ok(());
+    };
+    let env = environment(&config, |name| std::env::var_os(name));
+    let program = Program::resolve(&config.command[0], base, &env);
+    program.runnable().map_err(|e| program.cannot_start(&e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(path: Option<&str>) -> BTreeMap<OsString, OsString> {
+        path.map(|p| ("PATH".into(), p.into()))
+            .into_iter()
+            .collect()
+    }
+
+    #[test]
+    fn paths_come_from_the_base_and_bare_names_from_path() {
+        let base = Path::new("/opt/caps");
+        for (name, want) in [
+            ("bin/srv", "/opt/caps/bin/srv"),
+            ("srv/", "/opt/caps/srv/"),
+            ("/usr/bin/srv", "/usr/bin/srv"),
+        ] {
+            let p = Program::resolve(name, base, &env(Some("/x")));
+            assert_eq!(p.candidates, [PathBuf::from(want)], "{name}");
+        }
+        let p = Program::resolve("srv", base, &env(Some("/a::/b")));
+        assert_eq!(p.shown, Path::new("srv"));
+        assert_eq!(
+            p.candidates,
+            [Path::new("/a/srv"), Path::new("srv"), Path::new("/b/srv")]
+        );
+        let p = Program::resolve("sh", base, &env(None));
+        assert_eq!(
+            p.candidates,
+            [Path::new("/bin/sh"), Path::new("/usr/bin/sh")]
+        );
+        assert!(p.runnable().is_ok());
+    }
+
+    #[test]
+    fn the_entrys_path_wins_over_ours() {
+        let config = ServerConfig::new(["sh"]).with_env("PATH", "/nowhere");
+        let env = environment(&config, |name| Some(format!("ours-{name}").into()));
+        assert_eq!(env[OsStr::new("PATH")], "/nowhere");
+        assert_eq!(env[OsStr::new("HOME")], "ours-HOME");
+        assert_eq!(environment(&config, |_| None).len(), 1);
+    }
+}
