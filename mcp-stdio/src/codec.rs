@@ -14,36 +14,27 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, BufReader};
 /// The longest line accepted from a server, newline included.
 pub const MAX_LINE: usize = 16 * 1024 * 1024;
 
-/// Reads lines of at most `limit` bytes from a server's stdout.
-///
-/// Bytes come through a [`BufReader`]; a line that is whole in its buffer
-/// is handed out of it without a copy, a longer one is gathered up to the
-/// bound (so memory stays bounded while it streams in) and its memory given
-/// back once it is consumed. What was read lives as long as the reader, so
-/// a line that arrives in pieces is never lost, whatever drops the future
-/// that waits for it.
+/// What a reader buffers (as rmcp's does), and the most a consumed line keeps.
+const READ_BUFFER: usize = 8 * 1024;
+
+/// Reads lines of at most `limit` bytes, each gathered up to the bound (so
+/// memory stays bounded while a long one streams in) and given back once
+/// consumed. What was read stays in the reader, so a line that arrives in
+/// pieces is never lost, whatever drops the future that waits for it.
 #[derive(Debug)]
 pub(crate) struct LineReader<R> {
     inner: BufReader<R>,
-    /// A line longer than what the buffer held, gathered so far.
-    long: Vec<u8>,
-    /// Bytes of the buffer handed out with the last line, consumed at the
-    /// next read.
-    handed: usize,
-    /// `long` was handed out: cleared at the next read.
-    long_handed: bool,
-    limit: usize,
+    line: Vec<u8>,
+    /// `line` was handed out: cleared at the next read.
+    handed: bool,
+    pub(crate) limit: usize,
 }
 
-/// What a reader buffers, as rmcp's `BufReader` does.
-const READ_BUFFER: usize = 8 * 1024;
-
-/// Why no line could be read.
+/// Why no line could be read: the pipe failed, or a line grew past the
+/// bound before its newline came.
 #[derive(Debug)]
 pub(crate) enum ReadError {
-    /// The pipe failed.
     Io(io::Error),
-    /// A line grew past the bound before its newline came.
     TooLong,
 }
 
@@ -52,95 +43,64 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
         Self::with_capacity(READ_BUFFER, inner, limit)
     }
 
-    /// A reader whose buffer holds `capacity` bytes.
     pub(crate) fn with_capacity(capacity: usize, inner: R, limit: usize) -> Self {
+        let inner = BufReader::with_capacity(capacity, inner);
         Self {
-            inner: BufReader::with_capacity(capacity, inner),
-            long: Vec::new(),
-            handed: 0,
-            long_handed: false,
+            inner,
+            line: Vec::new(),
+            handed: false,
             limit,
         }
     }
 
-    /// The longest line accepted.
-    pub(crate) fn limit(&self) -> usize {
-        self.limit
-    }
-
-    /// The next line without its `\n` (or `\r\n`), or `None` at end of file.
-    /// A last line without a newline is still a line.
+    /// The next line without its `\n` (or `\r\n`), or `None` at end of file;
+    /// a last line without a newline is still a line.
     ///
     /// # Cancel safety
     /// Dropping the future loses nothing: what was read stays buffered.
     pub(crate) async fn next_line(&mut self) -> Result<Option<&[u8]>, ReadError> {
-        Pin::new(&mut self.inner).consume(std::mem::take(&mut self.handed));
-        if std::mem::take(&mut self.long_handed) {
-            self.long.clear();
-            if self.long.capacity() > 8 * READ_BUFFER {
-                // A long line must not pin its memory for the whole session.
-                self.long = Vec::new();
+        if std::mem::take(&mut self.handed) {
+            self.line.clear();
+            if self.line.capacity() > READ_BUFFER {
+                self.line = Vec::new();
             }
         }
-        let in_buffer = loop {
+        loop {
             let buf = self.inner.fill_buf().await.map_err(ReadError::Io)?;
-            let (n, newline) = match memchr::memchr(b'\n', buf) {
-                Some(i) => (i, true),
-                None => (buf.len(), false),
-            };
+            if buf.is_empty() && self.line.is_empty() {
+                return Ok(None);
+            } else if buf.is_empty() {
+                break;
+            }
+            let (n, newline) = memchr::memchr(b'\n', buf).map_or((buf.len(), false), |i| (i, true));
             // Even its newline would not fit.
-            if self.long.len() + n >= self.limit {
+            if self.line.len() + n >= self.limit {
                 return Err(ReadError::TooLong);
             }
-            if n == 0 && !newline {
-                // End of file.
-                if self.long.is_empty() {
-                    return Ok(None);
-                }
-                break false;
-            }
-            if newline && self.long.is_empty() {
-                self.handed = n + 1;
-                break true;
-            }
-            self.long.extend_from_slice(&buf[..n]);
+            self.line.extend_from_slice(&buf[..n]);
             Pin::new(&mut self.inner).consume(n + usize::from(newline));
             if newline {
-                break false;
+                break;
             }
-        };
-        Ok(Some(if in_buffer {
-            without_cr(&self.inner.buffer()[..self.handed - 1])
-        } else {
-            self.long_handed = true;
-            without_cr(&self.long)
-        }))
+        }
+        self.handed = true;
+        Ok(Some(self.line.strip_suffix(b"\r").unwrap_or(&self.line)))
     }
-}
-
-/// A line without its `\r` before the newline, if it has one.
-fn without_cr(line: &[u8]) -> &[u8] {
-    line.strip_suffix(b"\r").unwrap_or(line)
 }
 
 /// One line from the server, classified.
 #[derive(Debug, Clone)]
 pub(crate) enum Incoming {
-    /// An answer, to one of our requests or not.
+    /// An answer: its id when it could be ours (a `u64`), what it says.
     Response {
-        /// The id, when it is one of ours could be (an integer of `u64`).
         id: Option<u64>,
-        /// What the answer says.
         outcome: Outcome,
     },
-    /// A request from the server to us.
+    /// A request to us: its id, echoed in our answer, and its method.
     Request {
-        /// Its id, echoed in our answer.
         id: Box<RawValue>,
-        /// Its method.
         method: String,
     },
-    /// A notification from the server.
     Notification,
     /// A JSON array: a batch, which 2025-06-18 removed.
     Batch,
@@ -148,20 +108,18 @@ pub(crate) enum Incoming {
     Junk,
 }
 
-/// What an answer says.
+/// What an answer says: its result as written, for its caller to read; a
+/// JSON-RPC error; or what makes it unreadable (completing "the server's
+/// answer to this call ...").
 #[derive(Debug, Clone)]
 pub(crate) enum Outcome {
-    /// Its result, as the server wrote it, for its caller to read.
     Result(Box<RawValue>),
-    /// A JSON-RPC error: code and message.
     Error(i64, String),
-    /// An answer that cannot be read, or breaks JSON-RPC 2.0: what it is,
-    /// as "the server's answer to this call {it}" says it.
     Unreadable(String),
 }
 
-/// The members of a message this client reads; any other is skipped. A
-/// member given twice makes the line no message.
+/// The members of a message this client reads; any other is skipped, one
+/// given twice makes the line unreadable.
 #[derive(Deserialize)]
 struct Envelope<'a> {
     #[serde(borrow)]
@@ -189,9 +147,11 @@ pub(crate) fn decode(line: &[u8]) -> Incoming {
         Err(e) => return unreadable(line, format!("it is not UTF-8: {e}")),
     };
     if text.trim_ascii_start().starts_with('[') {
-        return match serde_json::from_str::<IgnoredAny>(text) {
-            Ok(_) => Incoming::Batch,
-            Err(_) => Incoming::Junk,
+        let batch = serde_json::from_str::<IgnoredAny>(text).is_ok();
+        return if batch {
+            Incoming::Batch
+        } else {
+            Incoming::Junk
         };
     }
     let message = match serde_json::from_str::<Envelope<'_>>(text) {
@@ -202,14 +162,15 @@ pub(crate) fn decode(line: &[u8]) -> Incoming {
         Err(e) => return unreadable(line, e.to_string()),
     };
     let version = message.jsonrpc.as_deref() == Some("2.0");
-    if let Some(method) = message
+    let method = message
         .method
-        .and_then(|m| serde_json::from_str::<String>(m.get()).ok())
-    {
-        if !version {
-            return Incoming::Junk;
-        }
-        return match message.id.filter(|id| is_string_or_number(id)) {
+        .and_then(|m| serde_json::from_str::<String>(m.get()).ok());
+    if let Some(method) = method {
+        return match message
+            .id
+            .filter(|id| matches!(id.get().as_bytes()[0], b'"' | b'-' | b'0'..=b'9'))
+        {
+            _ if !version => Incoming::Junk,
             Some(id) => Incoming::Request {
                 id: id.to_owned(),
                 method,
@@ -234,66 +195,51 @@ fn malformed(how: &str) -> Outcome {
     Outcome::Unreadable(format!("is not valid JSON-RPC: {how}"))
 }
 
-/// A line that cannot be read as a message (`why`): read leniently (what is
+/// A line that cannot be read as a message (`why`). Read leniently (what is
 /// not UTF-8 replaced, a byte-order mark left out, control characters as
-/// blanks, a member given twice as its last), an answer (a `result` or an
-/// `error`, no `method`) under an id is an answer that cannot be read, so
-/// that its request fails at once; anything else is junk.
+/// blanks, a member given twice as its last), an answer under an id (a
+/// `result` or an `error`, no `method`) fails its request at once; anything
+/// else is junk.
 fn unreadable(line: &[u8], why: String) -> Incoming {
-    let text: String = String::from_utf8_lossy(line)
+    let text = String::from_utf8_lossy(line);
+    let text = text
         .trim_start_matches('\u{feff}')
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
+        .replace(|c: char| c.is_control(), " ");
     let Ok(Value::Object(message)) = serde_json::from_str::<Value>(&text) else {
         return Incoming::Junk;
     };
-    let answer = !message.contains_key("method")
-        && (message.contains_key("result") || message.contains_key("error"));
+    let has = |key| message.contains_key(key);
     match message.get("id").and_then(Value::as_u64) {
-        Some(id) if answer => Incoming::Response {
-            id: Some(id),
-            outcome: Outcome::Unreadable(format!("cannot be read: {why}")),
-        },
+        Some(id) if !has("method") && (has("result") || has("error")) => {
+            let outcome = Outcome::Unreadable(format!("cannot be read: {why}"));
+            Incoming::Response {
+                id: Some(id),
+                outcome,
+            }
+        }
         _ => Incoming::Junk,
     }
-}
-
-fn is_string_or_number(id: &RawValue) -> bool {
-    matches!(id.get().as_bytes()[0], b'"' | b'-' | b'0'..=b'9')
 }
 
 /// A JSON-RPC error object: an integer code, a message (empty if none).
 fn error_object(error: &RawValue) -> Outcome {
     let error: Value = serde_json::from_str(error.get()).unwrap_or(Value::Null);
+    let message = error.get("message").and_then(Value::as_str).unwrap_or("");
     match error.get("code").and_then(Value::as_i64) {
-        Some(code) => {
-            let message = error.get("message").and_then(Value::as_str).unwrap_or("");
-            Outcome::Error(code, message.to_owned())
-        }
+        Some(code) => Outcome::Error(code, message.to_owned()),
         None => malformed("its error has no integer code"),
     }
 }
 
 /// A request line: one JSON object and its newline, as every line we write
-/// is (some SDKs end the session on a blank line). `None` when `params`
+/// is (some SDKs end the session on a blank line); `None` when `params`
 /// cannot be written as JSON, so that no half line is ever sent.
 pub(crate) fn request<P: Serialize + ?Sized>(id: u64, method: &str, params: &P) -> Option<Vec<u8>> {
-    #[derive(Serialize)]
-    struct Request<'a, P: ?Sized> {
-        jsonrpc: &'static str,
-        id: u64,
-        method: &'a str,
-        params: &'a P,
-    }
-    let mut line = serde_json::to_vec(&Request {
-        jsonrpc: "2.0",
-        id,
-        method,
-        params,
-    })
-    .ok()?;
-    line.push(b'\n');
+    let method = serde_json::to_string(method).ok()?;
+    let mut line =
+        format!(r#"{{"jsonrpc":"2.0","id":{id},"method":{method},"params":"#).into_bytes();
+    serde_json::to_writer(&mut line, params).ok()?;
+    line.extend_from_slice(b"}\n");
     Some(line)
 }
 
@@ -309,9 +255,10 @@ pub(crate) fn notification(method: &str, params: Option<Value>) -> Vec<u8> {
 pub(crate) fn response(id: &RawValue, outcome: Result<Value, (i64, &str)>) -> Vec<u8> {
     match outcome {
         Ok(result) => line(&json!({"jsonrpc": "2.0", "id": id, "result": result})),
-        Err((code, message)) => line(&json!({
-            "jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}
-        })),
+        Err((code, message)) => {
+            let error = json!({"code": code, "message": message});
+            line(&json!({"jsonrpc": "2.0", "id": id, "error": error}))
+        }
     }
 }
 
@@ -368,11 +315,11 @@ mod tests {
         assert_eq!(got, vec![Ok(b"12345678".to_vec()), Err("too long".into())]);
         let mut reader = LineReader::with_capacity(4, &b"0123456789abcdef"[..], 8);
         assert!(matches!(reader.next_line().await, Err(ReadError::TooLong)));
-        assert!(reader.long.len() < 8, "gathered {}", reader.long.len());
+        assert!(reader.line.len() < 8, "gathered {}", reader.line.len());
     }
 
     /// A line many buffers long is whole; once it is consumed its memory is
-    /// given back, and short lines come out of the buffer itself.
+    /// given back.
     #[tokio::test]
     async fn a_long_line_leaves_no_long_buffer_behind() {
         let long = vec![b'a'; 300 * 1024];
@@ -383,11 +330,10 @@ mod tests {
         }
         let mut reader = LineReader::new(&input[..], 1 << 20);
         assert_eq!(reader.next_line().await.expect("read"), Some(&long[..]));
-        assert!(reader.long.capacity() >= long.len());
+        assert!(reader.line.capacity() >= long.len());
         assert_eq!(reader.next_line().await.expect("read"), Some(&b"short"[..]));
-        assert_eq!(
-            reader.long.capacity(),
-            0,
+        assert!(
+            reader.line.capacity() < 1024,
             "the long line's memory is given back"
         );
         let mut n = 0;
@@ -396,8 +342,11 @@ mod tests {
             n += 1;
         }
         assert_eq!(n, 2000);
-        // Only a line split between two reads is gathered.
-        assert!(reader.long.capacity() < 1024, "{}", reader.long.capacity());
+        assert!(
+            reader.line.capacity() <= READ_BUFFER,
+            "{}",
+            reader.line.capacity()
+        );
     }
 
     fn raw(json: &str) -> Box<RawValue> {

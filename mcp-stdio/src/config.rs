@@ -116,13 +116,6 @@ impl ServerConfig {
     }
 }
 
-/// The kind's `validate`: every problem of the entry's `command` and `env`.
-pub(crate) fn validate(settings: &KindSettings) -> Vec<EntryProblem> {
-    ServerConfig::from_settings(settings)
-        .err()
-        .unwrap_or_default()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,7 +125,12 @@ mod tests {
         let Value::Object(map) = v else {
             panic!("object")
         };
-        validate(&map).iter().map(ToString::to_string).collect()
+        ServerConfig::from_settings(&map)
+            .err()
+            .unwrap_or_default()
+            .iter()
+            .map(ToString::to_string)
+            .collect()
     }
 
     #[test]

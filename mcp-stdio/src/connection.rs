@@ -22,13 +22,12 @@ use tokio::sync::oneshot;
 
 use crate::codec::{self, Incoming, LineReader, Outcome, ReadError};
 use crate::error::Failure;
-use crate::outbox::{MAX_UNREAD, Outbox, Unread};
+use crate::outbox::{MAX_UNREAD, Outbox};
 
 /// The `tracing` target of every JSON-RPC line sent to and read from a
-/// server, one event a line at `trace` level, with the fields `provider`,
-/// `direction` (`sent` or `received`), `line`, and `cut_at_bytes` when the
-/// line was cut. It carries what the servers are sent and say, arguments and
-/// results included: it is the operator's, never a log's.
+/// server, one `trace` event a line (`provider`, `direction`: `sent` or
+/// `received`, `line`, and `cut_at_bytes` when cut). It holds arguments and
+/// results: it is the operator's, never a log's.
 pub const WIRE: &str = "spear_mcp_stdio::wire";
 
 /// The most of one line a [`WIRE`] event holds.
@@ -55,13 +54,13 @@ pub struct Stats {
 /// What a request gets: its result as the server wrote it, or why not.
 pub(crate) type Answer = Result<Box<RawValue>, Failure>;
 
-/// Whether a request that is given up on is cancelled with the server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Cancel {
-    /// Tell the server (`notifications/cancelled`).
-    Notify,
-    /// Say nothing: `initialize` must never be cancelled.
-    Never,
+/// One connection to one server, shared with its reader task.
+#[derive(Debug)]
+pub(crate) struct Connection {
+    state: Mutex<State>,
+    out: Outbox,
+    provider: String,
+    next_id: AtomicU64,
 }
 
 #[derive(Debug, Default)]
@@ -71,38 +70,106 @@ struct State {
     stats: Stats,
 }
 
-#[derive(Debug)]
-struct Shared {
-    state: Mutex<State>,
-    out: Outbox,
-    /// The provider's id, for `tracing` events.
-    provider: String,
-}
+impl Connection {
+    /// Starts the writer and reader tasks over the server's pipes.
+    pub(crate) fn start(
+        stdin: pipe::Sender,
+        stdout: pipe::Receiver,
+        max_line: usize,
+        provider: &str,
+    ) -> Arc<Self> {
+        let (state, out, next_id) = (Mutex::default(), Outbox::start(stdin), AtomicU64::new(1));
+        let connection = Arc::new(Connection {
+            state,
+            out,
+            provider: provider.into(),
+            next_id,
+        });
+        tokio::spawn(read_loop(
+            LineReader::new(stdout, max_line),
+            Arc::clone(&connection),
+        ));
+        connection
+    }
 
-impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Sends `line`, failing the connection when the server leaves too much
-    /// of what we send unread.
+    /// Sends one request and waits for its answer; at most `timeout` if one
+    /// is given, after which it is cancelled and the connection fails.
+    ///
+    /// # Cancel safety
+    /// Dropping the future forgets the request and tells the server so (MCP:
+    /// never for `initialize`); the connection is unharmed.
+    pub(crate) async fn request<P: Serialize + ?Sized>(
+        &self,
+        method: &str,
+        params: &P,
+        timeout: Option<Duration>,
+    ) -> Answer {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let unwritable =
+            || Failure::Protocol(format!("the {method} request cannot be written as JSON"));
+        let line = codec::request(id, method, params).ok_or_else(unwritable)?;
+        let (answer, answered) = oneshot::channel();
+        {
+            let mut state = self.lock();
+            if let Some(failure) = &state.failure {
+                return Err(failure.clone());
+            }
+            state.pending.insert(id, answer);
+        }
+        let cancel = (method != "initialize").then_some("the client stopped waiting");
+        let mut pending = Pending {
+            id,
+            shared: self,
+            cancel,
+        };
+        self.send(line);
+        let span = tracing::debug_span!(target: "spear_mcp_stdio", "request", method, id);
+        let answered = tracing::Instrument::instrument(answered, span);
+        let answer = match timeout {
+            None => answered.await,
+            Some(after) => match tokio::time::timeout(after, answered).await {
+                Ok(answer) => answer,
+                Err(_) => {
+                    tracing::warn!(target: "spear_mcp_stdio", provider = %self.provider, method, id, ?after, "request timed out");
+                    pending.cancel = pending.cancel.and(Some("timed out"));
+                    drop(pending);
+                    self.fail(Failure::Timeout(after));
+                    return Err(self.failure().unwrap_or(Failure::Timeout(after)));
+                }
+            },
+        };
+        pending.cancel = None;
+        // The answer's sender is dropped only with the connection.
+        answer.unwrap_or_else(|_| Err(self.failure().unwrap_or(Failure::ShutDown)))
+    }
+
+    /// Sends one notification.
+    pub(crate) fn notify(&self, method: &str, params: Option<Value>) {
+        self.send(codec::notification(method, params));
+    }
+
+    /// Sends `line`; the connection fails when too much waits unread.
     fn send(&self, line: Vec<u8>) {
         wire(
             &self.provider,
             "sent",
             line.strip_suffix(b"\n").unwrap_or(&line),
         );
-        if let Err(Unread) = self.out.send(line) {
-            self.fail(Failure::Protocol(format!(
-                "the server does not read what it is sent: more than {} wait for its stdin",
-                size(MAX_UNREAD)
-            )));
+        if !self.out.send(line) {
+            let most = size(MAX_UNREAD);
+            let why = format!(
+                "the server does not read what it is sent: more than {most} wait for its stdin"
+            );
+            self.fail(Failure::Protocol(why));
         }
     }
 
-    /// Fails the connection, and every pending request with it, unless it
-    /// already failed.
-    fn fail(&self, failure: Failure) {
+    /// Fails the connection and every pending request, unless it failed.
+    pub(crate) fn fail(&self, failure: Failure) {
         let pending = {
             let mut state = self.lock();
             if state.failure.is_some() {
@@ -114,8 +181,41 @@ impl Shared {
         if failure != Failure::ShutDown {
             tracing::warn!(target: "spear_mcp_stdio", provider = %self.provider, reason = %failure, "connection failed");
         }
-        for (_, answer) in pending {
+        for answer in pending.into_values() {
             let _ = answer.send(Err(failure.clone()));
+        }
+    }
+
+    /// Why the connection failed, if it did.
+    pub(crate) fn failure(&self) -> Option<Failure> {
+        self.lock().failure.clone()
+    }
+
+    /// Closes the server's stdin, the polite way to ask it to leave.
+    pub(crate) fn close(&self) {
+        self.out.close();
+    }
+
+    /// A snapshot of the counters.
+    pub(crate) fn stats(&self) -> Stats {
+        self.lock().stats.clone()
+    }
+}
+
+/// Forgets a request given up on before its answer came, and tells the
+/// server why (`cancel`, unless `None`).
+struct Pending<'a> {
+    id: u64,
+    shared: &'a Connection,
+    cancel: Option<&'static str>,
+}
+
+impl Drop for Pending<'_> {
+    fn drop(&mut self) {
+        let Some(reason) = self.cancel else { return };
+        if self.shared.lock().pending.remove(&self.id).is_some() {
+            let params = json!({"requestId": self.id, "reason": reason});
+            self.shared.notify("notifications/cancelled", Some(params));
         }
     }
 }
@@ -123,190 +223,52 @@ impl Shared {
 /// One line as a [`WIRE`] event, cut at [`TRACE_LINE_KEPT`].
 fn wire(provider: &str, direction: &'static str, line: &[u8]) {
     let kept = &line[..line.len().min(TRACE_LINE_KEPT)];
-    tracing::trace!(
-        target: WIRE,
-        provider,
-        direction,
-        line = &*String::from_utf8_lossy(kept.strip_suffix(b"\r").unwrap_or(kept)),
-        cut_at_bytes = (kept.len() < line.len()).then_some(TRACE_LINE_KEPT),
-    );
+    let cut_at_bytes = (kept.len() < line.len()).then_some(TRACE_LINE_KEPT);
+    let line = &*String::from_utf8_lossy(kept.strip_suffix(b"\r").unwrap_or(kept));
+    tracing::trace!(target: WIRE, provider, direction, line, cut_at_bytes);
 }
 
-/// One connection to one server.
-#[derive(Debug)]
-pub(crate) struct Connection {
-    shared: Arc<Shared>,
-    next_id: AtomicU64,
-}
-
-impl Drop for Connection {
-    fn drop(&mut self) {
-        self.shared.out.close();
-    }
-}
-
-impl Connection {
-    /// Starts the writer and reader tasks over the server's `stdin` and
-    /// `stdout`; each line may be `max_line` bytes.
-    pub(crate) fn start(
-        stdin: pipe::Sender,
-        stdout: pipe::Receiver,
-        max_line: usize,
-        provider: &str,
-    ) -> Self {
-        let shared = Arc::new(Shared {
-            state: Mutex::new(State::default()),
-            out: Outbox::start(stdin),
-            provider: provider.to_owned(),
-        });
-        let reader = LineReader::new(stdout, max_line);
-        tokio::spawn(read_loop(reader, Arc::clone(&shared)));
-        Connection {
-            shared,
-            next_id: AtomicU64::new(1),
-        }
-    }
-
-    /// Sends one request and waits for its answer; at most `timeout` if one
-    /// is given, after which the server is told the request is cancelled
-    /// (unless `cancel` says never) and the whole connection fails.
-    ///
-    /// # Cancel safety
-    /// Dropping the future forgets the request and tells the server so
-    /// (unless `cancel` says never); the connection is unharmed.
-    pub(crate) async fn request<P: Serialize + ?Sized>(
-        &self,
-        method: &str,
-        params: &P,
-        cancel: Cancel,
-        timeout: Option<Duration>,
-    ) -> Answer {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let Some(line) = codec::request(id, method, params) else {
-            return Err(Failure::Protocol(format!(
-                "the {method} request cannot be written as JSON"
-            )));
-        };
-        let (answer, answered) = oneshot::channel();
-        {
-            let mut state = self.shared.lock();
-            if let Some(failure) = &state.failure {
-                return Err(failure.clone());
-            }
-            state.pending.insert(id, answer);
-        }
-        let mut pending = Pending {
-            id,
-            shared: &self.shared,
-            cancel,
-            armed: true,
-            reason: "the client stopped waiting",
-        };
-        self.shared.send(line);
-        let span = tracing::debug_span!(target: "spear_mcp_stdio", "request", method, id);
-        let answered = tracing::Instrument::instrument(answered, span);
-        let answer = match timeout {
-            None => answered.await,
-            Some(timeout) => match tokio::time::timeout(timeout, answered).await {
-                Ok(answer) => answer,
-                Err(_) => {
-                    tracing::warn!(target: "spear_mcp_stdio", provider = %self.shared.provider, method, id, after = ?timeout, "request timed out");
-                    pending.reason = "timed out";
-                    drop(pending);
-                    self.shared.fail(Failure::Timeout(timeout));
-                    return Err(self.failure().unwrap_or(Failure::Timeout(timeout)));
-                }
-            },
-        };
-        pending.armed = false;
-        // The answer's sender is dropped only with the connection.
-        answer.unwrap_or_else(|_| Err(self.failure().unwrap_or(Failure::ShutDown)))
-    }
-
-    /// Sends one notification.
-    pub(crate) fn notify(&self, method: &str, params: Option<Value>) {
-        self.shared.send(codec::notification(method, params));
-    }
-
-    /// Fails the connection, and every pending request with it, unless it
-    /// already failed.
-    pub(crate) fn fail(&self, failure: Failure) {
-        self.shared.fail(failure);
-    }
-
-    /// Why the connection failed, if it did.
-    pub(crate) fn failure(&self) -> Option<Failure> {
-        self.shared.lock().failure.clone()
-    }
-
-    /// Closes the server's stdin, the polite way to ask it to leave.
-    pub(crate) fn close(&self) {
-        self.shared.out.close();
-    }
-
-    /// A snapshot of the counters.
-    pub(crate) fn stats(&self) -> Stats {
-        self.shared.lock().stats.clone()
-    }
-}
-
-/// Forgets a request whose future was dropped (or timed out) before its
-/// answer came, and tells the server, so that no answer is awaited that
-/// nobody reads.
-struct Pending<'a> {
-    id: u64,
-    shared: &'a Shared,
-    cancel: Cancel,
-    armed: bool,
-    /// What the cancellation tells the server.
-    reason: &'static str,
-}
-
-impl Drop for Pending<'_> {
-    fn drop(&mut self) {
-        if !self.armed {
-            return;
-        }
-        let forgotten = self.shared.lock().pending.remove(&self.id);
-        if forgotten.is_some() && self.cancel == Cancel::Notify {
-            let params = json!({"requestId": self.id, "reason": self.reason});
-            self.shared
-                .send(codec::notification("notifications/cancelled", Some(params)));
-        }
-    }
-}
-
-async fn read_loop(mut reader: LineReader<pipe::Receiver>, shared: Arc<Shared>) {
-    // Fails the connection if this task is dropped before its end: the
-    // runtime that ran it shut down, and nothing reads the server any more.
-    let mut gone = ReaderGone(Some(Arc::clone(&shared)));
-    let failure = loop {
-        match reader.next_line().await {
-            Ok(Some(line)) => {
-                wire(&shared.provider, "received", line);
-                if let Err(failure) = handle_line(&shared, line) {
-                    break failure;
-                }
-            }
+async fn read_loop(mut reader: LineReader<pipe::Receiver>, shared: Arc<Connection>) {
+    // Fails the connection when this task ends, also when it is dropped
+    // first: the runtime that ran it shut down, nothing reads the server.
+    let mut end = Ended(shared, None);
+    end.1 = Some(loop {
+        let line = match reader.next_line().await {
+            Ok(Some(line)) => line,
             // At once: how the process ended is read when this is reported.
             Ok(None) => break Failure::Closed("closed its stdout".into()),
             Err(ReadError::Io(e)) => {
                 break Failure::Closed(format!("failed to read its stdout ({e})"));
             }
             Err(ReadError::TooLong) => {
+                let bound = size(reader.limit);
                 break Failure::Protocol(format!(
-                    "the server sent a line longer than the bound of {}",
-                    size(reader.limit())
+                    "the server sent a line longer than the bound of {bound}"
                 ));
             }
+        };
+        wire(&end.0.provider, "received", line);
+        if let Err(failure) = handle_line(&end.0, line) {
+            break failure;
         }
-    };
-    gone.0 = None;
-    shared.fail(failure);
+    });
+}
+
+struct Ended(Arc<Connection>, Option<Failure>);
+
+impl Drop for Ended {
+    fn drop(&mut self) {
+        let lost = "its connection is lost: the runtime that ran it has shut down";
+        self.0.fail(
+            self.1
+                .take()
+                .unwrap_or_else(|| Failure::Crashed(lost.into())),
+        );
+    }
 }
 
 /// Hands one line from the server to whom it is for.
-fn handle_line(shared: &Shared, line: &[u8]) -> Result<(), Failure> {
+fn handle_line(shared: &Connection, line: &[u8]) -> Result<(), Failure> {
     match codec::decode(line) {
         Incoming::Junk => junk(shared, line),
         Incoming::Response { id, outcome } => {
@@ -324,11 +286,8 @@ fn handle_line(shared: &Shared, line: &[u8]) -> Result<(), Failure> {
                 }
             };
             match (waiting, answer) {
-                (Some(waiting), answer) => {
-                    let _ = waiting.send(answer);
-                }
-                // Counted as junk above.
-                (None, Err(Failure::Unreadable(_))) => {}
+                (Some(waiting), answer) => drop(waiting.send(answer)),
+                (None, Err(Failure::Unreadable(_))) => {} // counted as junk
                 (None, _) => stray(shared, id),
             }
         }
@@ -343,22 +302,20 @@ fn handle_line(shared: &Shared, line: &[u8]) -> Result<(), Failure> {
         }
         Incoming::Notification => shared.lock().stats.notifications += 1,
         Incoming::Batch => {
-            return Err(Failure::Protocol(
-                "the server sent a JSON-RPC batch, which MCP 2025-06-18 does not allow".into(),
-            ));
+            let why = "the server sent a JSON-RPC batch, which MCP 2025-06-18 does not allow";
+            return Err(Failure::Protocol(why.into()));
         }
     }
     Ok(())
 }
 
-/// Counts an answer to no pending request.
-fn stray(shared: &Shared, id: Option<u64>) {
+/// Counts an answer to no pending request: the first said at info.
+fn stray(shared: &Connection, id: Option<u64>) {
     let strays = {
         let mut state = shared.lock();
         state.stats.stray_answers += 1;
         state.stats.stray_answers
     };
-    // Said once at info; each one at debug.
     if strays == 1 {
         tracing::info!(target: "spear_mcp_stdio", provider = %shared.provider, "the server answers requests that are not pending (counted as stray_answers in the provider's info)");
     }
@@ -366,8 +323,8 @@ fn stray(shared: &Shared, id: Option<u64>) {
 }
 
 /// Counts a line that is no message for us, keeping the last one for the
-/// operator.
-fn junk(shared: &Shared, line: &[u8]) {
+/// operator: the first said at info.
+fn junk(shared: &Connection, line: &[u8]) {
     let cut = String::from_utf8_lossy(&line[..line.len().min(200)]).into_owned();
     let lines = {
         let mut state = shared.lock();
@@ -375,32 +332,17 @@ fn junk(shared: &Shared, line: &[u8]) {
         state.stats.last_junk = Some(cut.clone());
         state.stats.junk_lines
     };
-    // Said once at info; each line at debug, cut and escaped.
     if lines == 1 {
         tracing::info!(target: "spear_mcp_stdio", provider = %shared.provider, "the server writes lines on stdout that are not JSON-RPC (counted as junk_lines in the provider's info)");
     }
     tracing::debug!(target: "spear_mcp_stdio", provider = %shared.provider, lines, excerpt = ?cut, "junk line");
 }
 
-/// Armed while the reader task runs: dropped armed, it fails the connection.
-struct ReaderGone(Option<Arc<Shared>>);
-
-impl Drop for ReaderGone {
-    fn drop(&mut self) {
-        if let Some(shared) = self.0.take() {
-            shared.fail(Failure::Crashed(
-                "its connection is lost: the runtime that ran it has shut down".into(),
-            ));
-        }
-    }
-}
-
 /// `bytes` for a message: whole MiB when it is some.
 pub(crate) fn size(bytes: usize) -> String {
     const MIB: usize = 1024 * 1024;
-    if bytes % MIB == 0 {
-        format!("{} MiB", bytes / MIB)
-    } else {
-        format!("{bytes} bytes")
+    match bytes % MIB {
+        0 => format!("{} MiB", bytes / MIB),
+        _ => format!("{bytes} bytes"),
     }
 }

@@ -1,19 +1,17 @@
 //! A `tools/call` result, read from the text the server wrote straight into
 //! the core's transport-neutral type.
 
-use serde::de::value::MapAccessDeserializer;
-use serde::de::{MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
 use spear_capabilities::{CallResult, Content, ResourceBody};
 
 /// A `CallToolResult` as MCP 2025-06-18 lays it out; unknown members are
-/// skipped.
+/// skipped, one given twice makes it unreadable.
 #[derive(Deserialize)]
-struct ToolResult {
-    #[serde(default)]
-    content: Option<Vec<Object<Block>>>,
+struct ToolResult<'a> {
+    #[serde(borrow, default)]
+    content: Option<Vec<&'a RawValue>>,
     #[serde(default, rename = "structuredContent")]
     structured: Option<Value>,
     #[serde(default, rename = "isError")]
@@ -46,26 +44,6 @@ struct Block {
     resource: Option<Value>,
 }
 
-/// A `T` read from a JSON object only: a derived struct would also take an
-/// array, member by member.
-struct Object<T>(T);
-
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Members<T>(std::marker::PhantomData<T>);
-        impl<'de, T: Deserialize<'de>> Visitor<'de> for Members<T> {
-            type Value = Object<T>;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a JSON object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Object<T>, A::Error> {
-                T::deserialize(MapAccessDeserializer::new(map)).map(Object)
-            }
-        }
-        d.deserialize_map(Members(std::marker::PhantomData))
-    }
-}
-
 /// A string member; a member of another type counts as absent.
 pub(crate) fn loose<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
     Ok(match Value::deserialize(d)? {
@@ -87,26 +65,28 @@ pub(crate) fn call_result(raw: &RawValue) -> Result<CallResult, String> {
     if !raw.get().starts_with('{') {
         return Err("the tools/call result is not a JSON object".into());
     }
-    let result: ToolResult = serde_json::from_str(raw.get())
+    let result: ToolResult<'_> = serde_json::from_str(raw.get())
         .map_err(|e| format!("the tools/call result cannot be read: {e}"))?;
-    let content = result
-        .content
-        .unwrap_or_default()
-        .into_iter()
-        .enumerate()
-        .map(|(i, b)| b.0.map().map_err(|e| format!("content block {i}: {e}")))
-        .collect::<Result<Vec<_>, _>>()?;
-    let mut mapped = CallResult::new(content);
+    let blocks = result.content.unwrap_or_default().into_iter().enumerate();
+    let content = blocks.map(|(i, block)| Block::read(i, block));
+    let mut mapped = CallResult::new(content.collect::<Result<Vec<_>, _>>()?);
     if let Some(structured) = result.structured.filter(|v| !v.is_null()) {
         mapped = mapped.with_structured(structured);
     }
-    if let Some(is_error) = result.is_error {
-        mapped = mapped.with_error(is_error);
-    }
-    Ok(mapped)
+    Ok(mapped.with_error(result.is_error.unwrap_or(false)))
 }
 
 impl Block {
+    /// Block `i`, or why it cannot be mapped.
+    fn read(i: usize, block: &RawValue) -> Result<Content, String> {
+        if !block.get().starts_with('{') {
+            return Err(format!("content block {i}: it is not a JSON object"));
+        }
+        let unreadable = |e| format!("the tools/call result cannot be read: {e}");
+        let block: Block = serde_json::from_str(block.get()).map_err(unreadable)?;
+        block.map().map_err(|e| format!("content block {i}: {e}"))
+    }
+
     fn map(self) -> Result<Content, String> {
         let need = |v: Option<String>, key: &str| v.ok_or_else(|| format!("no string {key}"));
         let Some(kind) = self.kind else {
@@ -255,7 +235,7 @@ mod tests {
             (r#"{"content":[{"text":"x"}]}"#, "content block 0: no type"),
             (
                 r#"{"content":[["text","hi"]]}"#,
-                "the tools/call result cannot be read: invalid type: sequence, expected a JSON object",
+                "content block 0: it is not a JSON object",
             ),
             (
                 r#"{"content":[{"type":"resource","resource":{"uri":"u"}}]}"#,

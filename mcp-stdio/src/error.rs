@@ -4,18 +4,16 @@ use std::time::Duration;
 
 use spear_capabilities::Error;
 
-/// A failure of one server connection.
-///
-/// It carries neither the provider's id nor the server's stderr: those are
-/// added when it leaves the crate ([`Failure::into_error`]), so that the
-/// stderr tail is read at the moment the error is reported, not when the
-/// failure happened (a crashing server's last words may still be in the pipe).
+/// A failure of one server connection. It carries neither the provider's
+/// id nor the server's stderr: those are added as it leaves the crate
+/// ([`Failure::into_error`]), so that the stderr tail is read when the error
+/// is reported (a crashing server's last words may still be in the pipe).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum Failure {
     /// The server could not be started or refused to start.
     #[error("{0}")]
     Start(String),
-    /// A request took longer than the entry's timeout.
+    /// A request of the start took longer than its timeout.
     #[error("timed out after {0:?}")]
     Timeout(Duration),
     /// The server said something MCP over stdio does not allow.
@@ -28,14 +26,10 @@ pub(crate) enum Failure {
     /// The server's process ended (its status), or its connection is lost.
     #[error("{0}")]
     Crashed(String),
-    /// The server answered one request with a JSON-RPC error.
+    /// The server answered one request with a JSON-RPC error (its message
+    /// is untrusted text).
     #[error("error {code}: {message}")]
-    Rejected {
-        /// The JSON-RPC error code.
-        code: i64,
-        /// The server's message (untrusted text).
-        message: String,
-    },
+    Rejected { code: i64, message: String },
     /// The server answered one call with a result that cannot be read.
     #[error("{0}")]
     Unreadable(String),
@@ -60,19 +54,9 @@ impl Failure {
                 after,
                 stderr,
             },
-            Failure::Protocol(message) => Error::Protocol {
-                provider,
-                message,
-                stderr,
-            },
-            Failure::Crashed(status) => Error::Crashed {
+            Failure::Crashed(status) | Failure::Closed(status) => Error::Crashed {
                 provider,
                 status,
-                stderr,
-            },
-            Failure::Closed(what) => Error::Crashed {
-                provider,
-                status: format!("it {what}"),
                 stderr,
             },
             Failure::Rejected { code, message } if !tool.is_empty() => Error::CallRejected {
@@ -81,21 +65,21 @@ impl Failure {
                 code,
                 message,
             },
-            // Outside a tool call an error answer means the server cannot do
-            // what every MCP server must (initialize, list its tools).
-            Failure::Rejected { code, message } => Error::Protocol {
-                provider,
-                message: format!("the server answered with error {code}: {message}"),
-                stderr,
-            },
             Failure::Unreadable(reason) if !tool.is_empty() => Error::CallUnreadable {
                 provider,
                 tool: tool.to_owned(),
                 reason,
             },
-            Failure::Unreadable(message) => Error::Protocol {
+            // Outside a tool call a bad answer means the server cannot do
+            // what every MCP server must (initialize, list its tools).
+            Failure::Protocol(message) | Failure::Unreadable(message) => Error::Protocol {
                 provider,
                 message,
+                stderr,
+            },
+            Failure::Rejected { code, message } => Error::Protocol {
+                provider,
+                message: format!("the server answered with error {code}: {message}"),
                 stderr,
             },
             Failure::ShutDown => Error::ShutDown { provider },

@@ -44,8 +44,8 @@ pub fn fuzz_stdout(data: &[u8]) -> usize {
             let _ = content::call_result(&raw);
             let mut listing = Listing::default();
             if tools::read_page(raw.get(), &mut listing).is_ok() {
-                let kept = listing.offered().min(tools::MAX_TOOLS);
-                let list = listing.finish();
+                let kept = listing.offered.min(tools::MAX_TOOLS);
+                let list = listing.list;
                 assert_eq!(
                     list.tools.len() + list.rejected.len(),
                     kept,

@@ -26,7 +26,7 @@ mod tools;
 
 use std::sync::Arc;
 
-use spear_capabilities::{ConnectFuture, ConnectRequest, ProviderKind};
+use spear_capabilities::{ConnectFuture, ConnectRequest, Provider, ProviderKind};
 
 pub use codec::MAX_LINE;
 pub use config::ServerConfig;
@@ -43,7 +43,11 @@ pub const NAME: &str = "mcp-stdio";
 pub const KIND: ProviderKind = ProviderKind {
     name: NAME,
     keys: config::KEYS,
-    validate: config::validate,
+    validate: |settings| {
+        ServerConfig::from_settings(settings)
+            .err()
+            .unwrap_or_default()
+    },
     connect,
     check: Some(program::check),
 };
@@ -53,20 +57,16 @@ spear_capabilities::inventory::submit! { KIND }
 fn connect(request: ConnectRequest) -> ConnectFuture {
     Box::pin(async move {
         let config = ServerConfig::from_settings(&request.settings).map_err(|problems| {
-            spear_capabilities::Error::Start {
-                provider: request.provider.clone(),
-                reason: problems
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join("; "),
-                stderr: String::new(),
-            }
+            let reason: Vec<String> = problems.iter().map(ToString::to_string).collect();
+            error::Failure::Start(reason.join("; ")).into_error(
+                &request.provider,
+                "",
+                String::new(),
+            )
         })?;
         // Calls are timed by their caller; the start's requests here.
         let options = Options::default().with_timeout(request.start_timeout);
-        let provider =
-            McpProvider::start(&request.provider, &config, &request.base_dir, options).await?;
-        Ok(Arc::new(provider) as Arc<dyn spear_capabilities::Provider>)
+        let provider = McpProvider::start(&request.provider, &config, &request.base_dir, options);
+        Ok(Arc::new(provider.await?) as Arc<dyn Provider>)
     })
 }

@@ -1,13 +1,10 @@
 //! The way to the server's stdin: one writer task owns the pipe and writes
-//! the lines it is sent, in order, never interleaved. Sending is
-//! synchronous, so that a dropped request's cancellation can be sent from
-//! `Drop`.
+//! the lines it is sent, in order. Sending is synchronous, so that a dropped
+//! request's cancellation can be sent from `Drop`.
 //!
-//! What waits for the server is bounded ([`MAX_UNREAD`]): a server that
-//! does not read its stdin (while it floods us with requests we must answer)
-//! would otherwise make the queue grow without end. Passing the bound breaks
-//! the box: what was queued is dropped, the pipe closed, and the connection
-//! fails.
+//! What waits for the server is bounded ([`MAX_UNREAD`]): a server that does
+//! not read its stdin (while it floods us with requests we must answer)
+//! would otherwise make the queue grow without end.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -16,22 +13,14 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::unix::pipe;
 use tokio::sync::{Notify, mpsc};
 
-/// The most bytes queued for a server's stdin. A line sent while nothing is
-/// queued is always taken whatever its size (one request's arguments may be
-/// large); past this bound, a line sent behind others breaks the box.
+/// The most bytes queued for a server's stdin. A line sent while nothing
+/// waits is taken whatever its size (one request's arguments may be large);
+/// past this bound, a line sent behind others breaks the box: what waits is
+/// dropped, the pipe closed, and the connection fails.
 pub const MAX_UNREAD: usize = 16 * 1024 * 1024;
 
-/// The server left more than [`MAX_UNREAD`] bytes unread: the box is broken.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Unread;
-
-/// What the writer task is sent: a line, or the end.
-#[derive(Debug)]
-enum Out {
-    Line(Vec<u8>),
-    /// Close the pipe once everything sent before is written.
-    Close,
-}
+/// A line for the writer task, or `None`: close the pipe after what came before.
+type Out = Option<Vec<u8>>;
 
 /// The sending side, shared by the connection and its reader.
 #[derive(Debug, Clone)]
@@ -44,8 +33,7 @@ pub(crate) struct Outbox {
 struct Shared {
     /// Bytes sent and not written yet.
     unread: AtomicUsize,
-    /// The writer let go of the pipe (closed, broken or failed): what is
-    /// sent is dropped.
+    /// The writer let go of the pipe: what is sent is dropped.
     done: AtomicBool,
     /// Wakes a writer blocked on a full pipe when the box breaks.
     broke: Notify,
@@ -60,43 +48,40 @@ impl Outbox {
         Outbox { lines, shared }
     }
 
-    /// Sends `line` after everything sent before it. Once the pipe is let
-    /// go of, lines are dropped (the reader sees the server leave).
-    ///
-    /// # Errors
-    /// [`Unread`] when the line would make what waits pass [`MAX_UNREAD`]:
-    /// the box breaks.
-    pub(crate) fn send(&self, line: Vec<u8>) -> Result<(), Unread> {
-        if self.shared.done.load(Ordering::Relaxed) {
-            return Ok(());
+    /// Sends `line` after everything sent before it (dropped once the pipe
+    /// is let go of: the reader sees the server leave); `false` when it
+    /// would pass [`MAX_UNREAD`]: the box breaks.
+    pub(crate) fn send(&self, line: Vec<u8>) -> bool {
+        let shared = &self.shared;
+        if shared.done.load(Ordering::Relaxed) {
+            return true;
         }
-        let len = line.len();
-        let before = self.shared.unread.fetch_add(len, Ordering::Relaxed);
-        if before > 0 && before + len > MAX_UNREAD {
-            self.shared.done.store(true, Ordering::Relaxed);
-            self.shared.broke.notify_one();
-            return Err(Unread);
+        let before = shared.unread.fetch_add(line.len(), Ordering::Relaxed);
+        if before > 0 && before + line.len() > MAX_UNREAD {
+            shared.done.store(true, Ordering::Relaxed);
+            shared.broke.notify_one();
+            return false;
         }
-        let _ = self.lines.send(Out::Line(line));
-        Ok(())
+        let _ = self.lines.send(Some(line));
+        true
     }
 
     /// Closes the server's stdin once everything sent is written: the
     /// polite way to ask it to leave.
     pub(crate) fn close(&self) {
-        let _ = self.lines.send(Out::Close);
+        let _ = self.lines.send(None);
     }
 }
 
-/// The writer task: the only owner of the pipe. It ends, closing the pipe,
-/// when told to close, when the box breaks, when the pipe fails, or when
-/// every sender is gone.
+/// The writer task, the pipe's only owner: it ends, closing the pipe, when
+/// told to close, when the box breaks, when the pipe fails, or when every
+/// sender is gone.
 async fn write_lines(
     mut pipe: pipe::Sender,
     mut queue: mpsc::UnboundedReceiver<Out>,
     shared: Arc<Shared>,
 ) {
-    while let Some(Out::Line(line)) = queue.recv().await {
+    while let Some(Some(line)) = queue.recv().await {
         let written = tokio::select! {
             written = pipe.write_all(&line) => written.is_ok(),
             () = shared.broke.notified() => false,
@@ -139,13 +124,11 @@ mod tests {
         let mut cat = spawn("cat", &[]);
         let outbox = Outbox::start(sender(cat.stdin.take().expect("stdin")));
         let big = format!("{}\n", "x".repeat(1 << 20));
-        outbox.send(b"first\n".to_vec()).expect("room");
-        outbox.send(big.clone().into_bytes()).expect("room");
-        outbox.send(b"behind\n".to_vec()).expect("room");
+        assert!(outbox.send(b"first\n".to_vec()));
+        assert!(outbox.send(big.clone().into_bytes()));
+        assert!(outbox.send(b"behind\n".to_vec()));
         outbox.close();
-        outbox
-            .send(b"after close: dropped\n".to_vec())
-            .expect("dropped");
+        assert!(outbox.send(b"after close: dropped\n".to_vec()));
         let mut out = Vec::new();
         let mut stdout = cat.stdout.take().expect("stdout");
         // cat ends its output only when its stdin is closed.
@@ -166,13 +149,13 @@ mod tests {
         let mut sent = 0usize;
         let broke = loop {
             match outbox.send(line.clone()) {
-                Ok(()) => sent += line.len(),
-                Err(Unread) => break sent,
+                true => sent += line.len(),
+                false => break sent,
             }
             assert!(sent <= 2 * MAX_UNREAD, "never broke after {sent} bytes");
         };
         assert!(broke >= MAX_UNREAD, "broke after {broke} bytes");
-        assert_eq!(outbox.send(b"later\n".to_vec()), Ok(()));
+        assert!(outbox.send(b"later\n".to_vec()));
         // The writer lets go of what was queued and of the pipe.
         tokio::time::timeout(Duration::from_secs(10), outbox.lines.closed())
             .await

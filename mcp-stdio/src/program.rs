@@ -1,6 +1,5 @@
 //! Where an entry's program is, and with what environment it runs: the one
-//! resolver of the start and of the kind's `check`, so that they never
-//! disagree.
+//! resolver of the start and of the kind's `check`, so that they agree.
 //!
 //! A name with a `/` is a path, taken from the capabilities file's folder
 //! when relative; a bare name is looked up in the `PATH` the server gets,
@@ -10,43 +9,39 @@ use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::io;
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use spear_capabilities::KindSettings;
 
 use crate::ServerConfig;
 
-/// Where execvp(3) looks for a bare name when there is no `PATH`.
-const DEFAULT_PATH: &str = "/bin:/usr/bin";
+/// A server's whole environment.
+pub(crate) type Env = BTreeMap<OsString, OsString>;
 
-/// The server's whole environment: `PATH` and `HOME` as `ours` has them,
-/// then the entry's `env`, which wins.
-pub(crate) fn environment(
-    config: &ServerConfig,
-    ours: impl Fn(&str) -> Option<OsString>,
-) -> BTreeMap<OsString, OsString> {
-    let mut env: BTreeMap<OsString, OsString> = ["PATH", "HOME"]
+/// The server's environment: `PATH` and `HOME` as `ours` has them, then the
+/// entry's `env`, which wins.
+pub(crate) fn environment(config: &ServerConfig, ours: impl Fn(&str) -> Option<OsString>) -> Env {
+    let inherited = ["PATH", "HOME"]
         .into_iter()
-        .filter_map(|name| Some((name.into(), ours(name)?)))
-        .collect();
-    env.extend(config.env.iter().map(|(k, v)| (k.into(), v.into())));
-    env
+        .filter_map(|name| Some((name.into(), ours(name)?)));
+    inherited
+        .chain(config.env.iter().map(|(k, v)| (k.into(), v.into())))
+        .collect()
 }
 
-/// A program as a start runs it: the name to show, and each path to try
-/// in turn.
+/// A program as a start runs it: the name in messages (the path tried, or
+/// the bare name), and each path to try in turn.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Program {
-    /// The name in messages: the path tried, or the bare name.
     pub(crate) shown: PathBuf,
-    /// The paths tried, in order (one for a path, one per `PATH` entry).
     pub(crate) candidates: Vec<PathBuf>,
 }
 
 impl Program {
     /// Resolves `name` for a server with environment `env`, relative paths
     /// from `base`. An empty `PATH` entry is the working folder.
-    pub(crate) fn resolve(name: &str, base: &Path, env: &BTreeMap<OsString, OsString>) -> Self {
+    pub(crate) fn resolve(name: &str, base: &Path, env: &Env) -> Self {
         if name.contains('/') {
             let path = base.join(name);
             return Program {
@@ -56,10 +51,9 @@ impl Program {
         }
         let path = env
             .get(OsStr::new("PATH"))
-            .map_or(DEFAULT_PATH.as_ref(), |p| p.as_os_str());
-        let candidates = path
-            .as_bytes()
-            .split(|b| *b == b':')
+            .map_or("/bin:/usr/bin".as_ref(), |p| p.as_os_str());
+        let dirs = path.as_bytes().split(|b| *b == b':');
+        let candidates = dirs
             .map(|dir| Path::new(OsStr::from_bytes(dir)).join(name))
             .collect();
         Program {
@@ -68,12 +62,11 @@ impl Program {
         }
     }
 
-    /// Whether a start could run it, as execvp(3) would decide: the first
+    /// Whether a start could run it, as execvp(3) decides: the first
     /// candidate that is an executable file wins; a missing one is skipped
     /// (a path's error is its own); one found but not executable (or a
-    /// folder) makes the answer "Permission denied".
+    /// folder) makes it "Permission denied".
     pub(crate) fn runnable(&self) -> io::Result<()> {
-        use std::os::unix::fs::PermissionsExt;
         let (mut denied, mut last) = (false, io::Error::from_raw_os_error(libc::ENOENT));
         for candidate in &self.candidates {
             match std::fs::metadata(candidate) {
@@ -96,15 +89,18 @@ impl Program {
     }
 }
 
-/// The kind's `check`: why the server of an entry with `settings` cannot
-/// be started, in the words a start uses. Settings that do not validate
-/// are not this check's.
+/// The kind's `check`: why the server of an entry with `settings` cannot be
+/// started, in the words a start uses (settings that do not validate are
+/// not this check's).
 pub(crate) fn check(settings: &KindSettings, base: &Path) -> Result<(), String> {
     let Ok(config) = ServerConfig::from_settings(settings) else {
         return Ok(());
     };
-    let env = environment(&config, |name| std::env::var_os(name));
-    let program = Program::resolve(&config.command[0], base, &env);
+    let program = Program::resolve(
+        &config.command[0],
+        base,
+        &environment(&config, |name| std::env::var_os(name)),
+    );
     program.runnable().map_err(|e| program.cannot_start(&e))
 }
 
@@ -112,7 +108,7 @@ pub(crate) fn check(settings: &KindSettings, base: &Path) -> Result<(), String> 
 mod tests {
     use super::*;
 
-    fn env(path: Option<&str>) -> BTreeMap<OsString, OsString> {
+    fn env(path: Option<&str>) -> Env {
         path.map(|p| ("PATH".into(), p.into()))
             .into_iter()
             .collect()

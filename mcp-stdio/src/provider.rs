@@ -3,18 +3,18 @@
 use std::collections::HashSet;
 use std::path::Path;
 use std::process::ExitStatus;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use spear_capabilities::{CallRequest, CallResult, Error, Provider, ProviderInfo, ToolList};
-use tokio::sync::Mutex;
-use tokio::time::Instant;
+use tokio::sync::OnceCell;
 
 use crate::codec::MAX_LINE;
 use crate::config::ServerConfig;
-use crate::connection::{Cancel, Connection, Stats};
+use crate::connection::{Connection, Stats};
 use crate::error::Failure;
 use crate::process::ServerProcess;
 use crate::tools::{Listing, MAX_LISTING_BYTES, MAX_PAGES, read_page};
@@ -25,9 +25,8 @@ pub const PROTOCOL_VERSION: &str = "2025-06-18";
 /// How long one request of a start may take when the entry gives no timeout.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// How long a failure of a server whose stdout closed waits for the
-/// server's exit and last words on stderr (a dying server's come a moment
-/// after its stdout closed).
+/// How long a failure of a server whose stdout closed waits for its exit
+/// and its last words on stderr, which come a moment after.
 const LAST_WORDS: Duration = Duration::from_millis(250);
 
 /// How a provider is run: its limits and the pace of its shutdown.
@@ -35,46 +34,44 @@ const LAST_WORDS: Duration = Duration::from_millis(250);
 #[non_exhaustive]
 pub struct Options {
     /// How long each request of the start (`initialize`, each `tools/list`
-    /// page) may take. A call has no timeout here: its caller keeps it
+    /// page) may take. A call has none here: its caller keeps its deadline
     /// (`Provider`'s contract).
     pub timeout: Duration,
     /// The longest line accepted from the server.
     pub max_line: usize,
-    /// How long shutdown waits for the server to leave after its stdin closes.
+    /// How long shutdown waits for the server to leave once its stdin closes.
     pub grace: Duration,
-    /// How long shutdown waits after asking the group to terminate, before
-    /// killing it.
+    /// How long shutdown waits after asking the group to terminate.
     pub term_grace: Duration,
 }
 
 impl Default for Options {
     fn default() -> Self {
+        let (timeout, max_line, grace) = (DEFAULT_TIMEOUT, MAX_LINE, Duration::from_secs(2));
+        let term_grace = grace;
         Self {
-            timeout: DEFAULT_TIMEOUT,
-            max_line: MAX_LINE,
-            grace: Duration::from_secs(2),
-            term_grace: Duration::from_secs(2),
+            timeout,
+            max_line,
+            grace,
+            term_grace,
         }
     }
 }
 
 impl Options {
     /// Sets how long each request of the start may take.
-    pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
+    pub fn with_timeout(self, timeout: Duration) -> Self {
+        Self { timeout, ..self }
     }
 
     /// Sets the line bound.
-    pub fn with_max_line(mut self, max_line: usize) -> Self {
-        self.max_line = max_line;
-        self
+    pub fn with_max_line(self, max_line: usize) -> Self {
+        Self { max_line, ..self }
     }
 
     /// Sets both shutdown waits.
     pub fn with_grace(mut self, grace: Duration, term_grace: Duration) -> Self {
-        self.grace = grace;
-        self.term_grace = term_grace;
+        (self.grace, self.term_grace) = (grace, term_grace);
         self
     }
 }
@@ -86,17 +83,18 @@ impl Options {
 #[derive(Debug)]
 pub struct McpProvider {
     id: String,
-    connection: Connection,
+    connection: Arc<Connection>,
     process: ServerProcess,
+    /// The server's name and version.
     server: (String, String),
     /// Whether the server declared the `tools` capability: MCP lets a
     /// client use only what was negotiated.
     offers_tools: bool,
     options: Options,
-    stopped: Mutex<bool>,
     /// Set as shutdown begins: from then on every use is `ShutDown`, even
     /// of a provider that had failed for another reason before.
     shut_down: AtomicBool,
+    stopped: OnceCell<()>,
 }
 
 impl McpProvider {
@@ -107,9 +105,8 @@ impl McpProvider {
     /// initialize; [`Error::Protocol`] when it answers another protocol
     /// version or breaks the framing; [`Error::Timeout`] or
     /// [`Error::Crashed`] when it does not answer. A server whose start
-    /// failed is ended at once (SIGKILL to its group), so that the error is
-    /// returned when the failure happens, with what the server wrote on
-    /// stderr.
+    /// failed is ended at once (SIGKILL to its group): the error is
+    /// returned when the failure happens, with what it wrote on stderr.
     ///
     /// # Cancel safety
     /// Dropping the future kills the server's process group.
@@ -119,66 +116,47 @@ impl McpProvider {
         base_dir: &Path,
         options: Options,
     ) -> Result<McpProvider, Error> {
-        let (process, pipes) = ServerProcess::spawn(config, base_dir)
-            .await
-            .map_err(|f| f.into_error(id, "", String::new()))?;
-        let connection = Connection::start(pipes.stdin, pipes.stdout, options.max_line, id);
+        let spawned = ServerProcess::spawn(config, base_dir).await;
+        let (process, stdin, stdout) = spawned.map_err(|f| f.into_error(id, "", String::new()))?;
+        let connection = Connection::start(stdin, stdout, options.max_line, id);
+        let (shut_down, stopped) = (AtomicBool::new(false), OnceCell::new());
+        let (id, server) = (id.to_owned(), Default::default());
         let mut provider = McpProvider {
-            id: id.to_owned(),
+            id,
             connection,
             process,
-            server: Default::default(),
+            server,
             offers_tools: false,
             options,
-            stopped: Mutex::new(false),
-            shut_down: AtomicBool::new(false),
+            shut_down,
+            stopped,
         };
-        match provider.initialize().await {
-            Ok((server, offers_tools)) => {
-                provider.server = server;
-                provider.offers_tools = offers_tools;
-                Ok(provider)
-            }
-            Err(failure) => {
-                // How a server whose stdout closed ended is read before it
-                // is killed; then the error carries what it wrote on stderr
-                // before the answer that failed the start, however far the
-                // drain had got when the answer came.
-                let process = &provider.process;
-                let status = match failure {
-                    Failure::Closed(_) => process.last_words(LAST_WORDS).await,
-                    _ => None,
-                };
-                process.end(Instant::now() + LAST_WORDS).await;
-                let failure = provider.ended(failure, status);
-                Err(failure.into_error(id, "", process.stderr_tail()))
-            }
-        }
+        let Err(failure) = provider.initialize().await else {
+            return Ok(provider);
+        };
+        // How a server whose stdout closed ended is read before it is
+        // killed; the error then carries what it wrote on stderr before the
+        // answer that failed the start, however far the drain had got.
+        let status = provider.last_words(&failure).await;
+        provider.process.end(LAST_WORDS).await;
+        Err(provider.error(failure, "", status))
     }
 
-    /// The handshake; returns the server's name and version, and whether it
+    /// The handshake: the server's name and version, and whether it
     /// declared the `tools` capability.
-    async fn initialize(&self) -> Result<((String, String), bool), Failure> {
-        let params = json!({
-            "protocolVersion": PROTOCOL_VERSION,
-            "capabilities": {},
-            "clientInfo": {"name": "spear-capabilities", "version": env!("CARGO_PKG_VERSION")},
-        });
-        // MCP: the client must never cancel its initialize request.
+    async fn initialize(&mut self) -> Result<(), Failure> {
+        let client = json!({"name": "spear-capabilities", "version": env!("CARGO_PKG_VERSION")});
+        let params =
+            json!({"protocolVersion": PROTOCOL_VERSION, "capabilities": {}, "clientInfo": client});
+        let timeout = Some(self.options.timeout);
         let answer = self
             .connection
-            .request(
-                "initialize",
-                &params,
-                Cancel::Never,
-                Some(self.options.timeout),
-            )
+            .request("initialize", &params, timeout)
             .await;
         let answer: Value = match answer {
             Err(Failure::Rejected { code, message }) => {
-                return Err(Failure::Start(format!(
-                    "the server refused to initialize: error {code}: {message}"
-                )));
+                let why = format!("the server refused to initialize: error {code}: {message}");
+                return Err(Failure::Start(why));
             }
             answer => serde_json::from_str(answer?.get()).unwrap_or(Value::Null),
         };
@@ -193,10 +171,11 @@ impl McpProvider {
         }
         // Before any other request, as the protocol requires.
         self.connection.notify("notifications/initialized", None);
-        let info = &answer["serverInfo"];
         let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
-        let offers_tools = answer["capabilities"]["tools"].is_object();
-        Ok(((text(&info["name"]), text(&info["version"])), offers_tools))
+        let info = &answer["serverInfo"];
+        self.server = (text(&info["name"]), text(&info["version"]));
+        self.offers_tools = answer["capabilities"]["tools"].is_object();
+        Ok(())
     }
 
     /// What the connection saw besides answers: junk lines, notifications,
@@ -210,28 +189,27 @@ impl McpProvider {
         self.process.pid()
     }
 
-    /// `failure` as it is told: a shutdown once shutdown began; a closed
-    /// stdout as how the process ended (`status`), if it did.
-    fn ended(&self, failure: Failure, status: Option<ExitStatus>) -> Failure {
+    /// How the server ended, when `failure` is its stdout closing: a dying
+    /// server's exit and last words on stderr come a moment after.
+    async fn last_words(&self, failure: &Failure) -> Option<ExitStatus> {
         match failure {
-            _ if self.shut_down.load(Ordering::SeqCst) => Failure::ShutDown,
-            Failure::Closed(what) => Failure::Crashed(status.map_or_else(
-                || format!("it {what} but is still running"),
-                |status| status.to_string(),
-            )),
-            failure => failure,
+            Failure::Closed(_) => self.process.last_words(LAST_WORDS).await,
+            _ => None,
         }
     }
 
     /// The error for `failure` during a request for `tool` (empty outside
-    /// calls), read as it is reported: a server whose stdout closed is given
-    /// a moment for its exit and its last words.
-    async fn report(&self, failure: Failure, tool: &str) -> Error {
-        let status = match failure {
-            Failure::Closed(_) => self.process.last_words(LAST_WORDS).await,
-            _ => None,
+    /// calls), with the stderr tail as it is now: a shutdown once shutdown
+    /// began; a closed stdout as how the process ended (`status`), if it did.
+    fn error(&self, failure: Failure, tool: &str, status: Option<ExitStatus>) -> Error {
+        let still = |what| format!("it {what} but is still running");
+        let failure = match failure {
+            _ if self.shut_down.load(Ordering::SeqCst) => Failure::ShutDown,
+            Failure::Closed(what) => {
+                Failure::Crashed(status.map_or_else(|| still(what), |s| s.to_string()))
+            }
+            failure => failure,
         };
-        let failure = self.ended(failure, status);
         failure.into_error(&self.id, tool, self.process.stderr_tail())
     }
 
@@ -239,39 +217,28 @@ impl McpProvider {
         if !self.offers_tools {
             return Ok(ToolList::declared_none());
         }
-        let mut listing = Listing::default();
-        let mut seen = HashSet::new();
-        let mut cursor: Option<String> = None;
-        let mut bytes = 0;
+        let (mut listing, mut seen, mut bytes) = (Listing::default(), HashSet::new(), 0);
+        let (mut params, timeout) = (json!({}), Some(self.options.timeout));
         for _ in 0..MAX_PAGES {
-            let params = match &cursor {
-                Some(c) => json!({ "cursor": c }),
-                None => json!({}),
-            };
-            let timeout = Some(self.options.timeout);
             let raw = self
                 .connection
-                .request("tools/list", &params, Cancel::Notify, timeout)
+                .request("tools/list", &params, timeout)
                 .await?;
             bytes += raw.get().len();
             if bytes > MAX_LISTING_BYTES {
-                return Err(Failure::Protocol(format!(
-                    "the tools/list pages come to more than {} MiB",
-                    MAX_LISTING_BYTES >> 20
-                )));
+                let most = MAX_LISTING_BYTES >> 20;
+                let why = format!("the tools/list pages come to more than {most} MiB");
+                return Err(Failure::Protocol(why));
             }
-            cursor = match read_page(raw.get(), &mut listing).map_err(Failure::Protocol)? {
-                None => return Ok(listing.finish()),
-                Some(next) => Some(next),
+            let Some(next) = read_page(raw.get(), &mut listing).map_err(Failure::Protocol)? else {
+                return Ok(listing.list);
             };
-            if let Some(next) = &cursor
-                && !seen.insert(next.clone())
-            {
-                return Err(Failure::Protocol(format!(
-                    "tools/list repeated the cursor {:?}, which would never end",
-                    next.chars().take(64).collect::<String>()
-                )));
+            if !seen.insert(next.clone()) {
+                let next: String = next.chars().take(64).collect();
+                let why = format!("tools/list repeated the cursor {next:?}, which would never end");
+                return Err(Failure::Protocol(why));
             }
+            params = json!({ "cursor": next });
         }
         Err(Failure::Protocol(format!(
             "tools/list goes on past {MAX_PAGES} pages"
@@ -284,14 +251,9 @@ impl McpProvider {
             name: &'a str,
             arguments: &'a serde_json::Map<String, Value>,
         }
-        let params = Params {
-            name: &request.tool,
-            arguments: &request.arguments,
-        };
-        let answer = self
-            .connection
-            .request("tools/call", &params, Cancel::Notify, None)
-            .await?;
+        let (name, arguments) = (&request.tool, &request.arguments);
+        let params = Params { name, arguments };
+        let answer = self.connection.request("tools/call", &params, None).await?;
         content::call_result(&answer).map_err(Failure::Unreadable)
     }
 }
@@ -304,64 +266,59 @@ impl Provider for McpProvider {
 
     fn info(&self) -> ProviderInfo {
         let stats = self.stats();
-        let mut info = ProviderInfo::new(NAME)
+        let tools = match self.offers_tools {
+            true => "declared",
+            false => "not declared: no tools/list is sent",
+        };
+        let info = ProviderInfo::new(NAME)
             .with_detail("pid", self.pid().to_string())
             .with_detail("server", &self.server.0)
             .with_detail("server_version", &self.server.1)
             .with_detail("protocol", PROTOCOL_VERSION)
-            .with_detail(
-                "tools_capability",
-                if self.offers_tools {
-                    "declared"
-                } else {
-                    "not declared: no tools/list is sent"
-                },
-            )
+            .with_detail("tools_capability", tools)
             .with_detail("junk_lines", stats.junk_lines.to_string())
             .with_detail("notifications", stats.notifications.to_string())
             .with_detail("server_requests", stats.server_requests.to_string())
             .with_detail("stray_answers", stats.stray_answers.to_string());
-        if let Some(junk) = stats.last_junk {
-            info = info.with_detail("last_junk", junk);
-        }
-        if let Some(failure) = self.connection.failure() {
-            info = info.with_detail("failed", failure.to_string());
-        }
-        info
+        let last_junk = stats.last_junk.map(|junk| ("last_junk", junk));
+        let failed = self.connection.failure().map(|f| ("failed", f.to_string()));
+        let more = last_junk.into_iter().chain(failed);
+        more.fold(info, |info, (name, value)| info.with_detail(name, value))
     }
 
     async fn list_tools(&self) -> Result<ToolList, Error> {
-        match self.list_pages().await {
-            Ok(list) => Ok(list),
-            Err(failure) => Err(self.report(failure, "").await),
-        }
+        let failure = match self.list_pages().await {
+            Ok(list) => return Ok(list),
+            Err(failure) => failure,
+        };
+        let status = self.last_words(&failure).await;
+        Err(self.error(failure, "", status))
     }
 
     async fn call_tool(&self, request: CallRequest) -> Result<CallResult, Error> {
-        match self.call(&request).await {
-            Ok(result) => Ok(result),
-            Err(failure) => Err(self.report(failure, &request.tool).await),
-        }
+        let failure = match self.call(&request).await {
+            Ok(result) => return Ok(result),
+            Err(failure) => failure,
+        };
+        let status = self.last_words(&failure).await;
+        Err(self.error(failure, &request.tool, status))
     }
 
     /// The connection's failure, if it failed: the server exited or closed
     /// its stdout, broke the protocol, or a request of its start timed out.
     fn failure(&self) -> Option<Error> {
-        let failure = self.ended(self.connection.failure()?, self.process.status());
-        Some(failure.into_error(&self.id, "", self.process.stderr_tail()))
+        Some(self.error(self.connection.failure()?, "", self.process.status()))
     }
 
     async fn shutdown(&self) -> Result<(), Error> {
         self.shut_down.store(true, Ordering::SeqCst);
-        let mut stopped = self.stopped.lock().await;
-        if !*stopped {
+        let (grace, term_grace) = (self.options.grace, self.options.term_grace);
+        let stop = async {
             self.connection.fail(Failure::ShutDown);
             self.connection.close();
-            self.process
-                .stop(self.options.grace, self.options.term_grace)
-                .await;
-            *stopped = true;
-        }
+            self.process.stop(grace, term_grace).await;
+        };
+        self.stopped.get_or_init(|| stop).await;
         Ok(())
     }
 }

@@ -30,24 +30,13 @@ const CURSOR_NOT_STRING: &str = "a nextCursor is not a string";
 const NOT_AN_OBJECT: &str = "the tool is not a JSON object";
 const NO_NAME: &str = "the tool has no name";
 
-/// The tools read so far from the pages of one listing.
+/// The tools read so far from the pages of one listing, in the server's
+/// order, and how many entries were offered, tools or not (the bound is on
+/// these).
 #[derive(Debug, Default, Clone, PartialEq)]
 pub(crate) struct Listing {
-    list: ToolList,
-    /// Entries offered so far, tools or not (the bound is on these).
-    offered: usize,
-}
-
-impl Listing {
-    /// The tools and rejected entries, in the server's order.
-    pub(crate) fn finish(self) -> ToolList {
-        self.list
-    }
-
-    /// Entries offered so far, tools or not.
-    pub(crate) fn offered(&self) -> usize {
-        self.offered
-    }
+    pub(crate) list: ToolList,
+    pub(crate) offered: usize,
 }
 
 /// A page: a member given twice makes it unreadable.
@@ -206,7 +195,7 @@ mod tests {
         ]});
         let (listing, outcomes) = read(&[&page.to_string()]);
         assert_eq!(outcomes, [Ok(None)]);
-        let list = listing.finish();
+        let list = listing.list;
         let kept: Vec<_> = list.tools.iter().map(|t| t.name.as_str()).collect();
         assert_eq!(
             kept,
@@ -222,25 +211,28 @@ mod tests {
 
     #[test]
     fn every_kind_of_entry_that_is_no_tool_is_rejected_with_its_reason() {
-        let page = r#"{"tools":[1,-2,3.5,true,null,"s",[1,[2]],{},{"name":5},{"name":null},
-            {"name":["a"]},{"name":{"x":1}},{"title":"t","inputSchema":{}}]}"#;
+        let page = json!({"tools": [1, -2, 3.5, true, null, "s", [1, [2]], {}, {"name": 5},
+            {"name": null}, {"name": ["a"]}, {"name": {"x": 1}}, {"title": "t", "inputSchema": {}}]})
+        .to_string();
+        let page = page.as_str();
         let (listing, outcomes) = read(&[page]);
         assert_eq!(outcomes, [Ok(None)]);
         assert!(listing.list.tools.is_empty());
         let mut want = vec![NOT_AN_OBJECT; 7];
         want.extend([NO_NAME; 6]);
         assert_eq!(reasons(&listing), want);
-        assert_eq!(listing.offered(), 13);
+        assert_eq!(listing.offered, 13);
     }
 
     #[test]
     fn members_of_the_wrong_type_are_left_out_and_extra_ones_ignored() {
-        let page = r#"{"tools":[
-            {"name":"a","title":7,"description":["d"],"inputSchema":"not a schema"},
-            {"name":"b","title":null,"description":{"x":1},"annotations":{"a":[1,{"b":2}]},
-             "outputSchema":{"type":"object"},"_meta":null,"inputSchema":{"type":"object"}},
-            {"name":"c\u0041","title":"T\n","description":"D\"","inputSchema":[1,2]}
-        ],"_meta":{"k":[1]},"extra":"x"}"#;
+        let page = concat!(
+            r#"{"tools":[{"name":"a","title":7,"description":["d"],"inputSchema":"not a schema"},"#,
+            r#"{"name":"b","title":null,"description":{"x":1},"annotations":{"a":[1,{"b":2}]},"#,
+            r#""outputSchema":{"type":"object"},"_meta":null,"inputSchema":{"type":"object"}},"#,
+            r#"{"name":"c\u0041","title":"T\n","description":"D\u0022","inputSchema":[1,2]}"#,
+            r#"],"_meta":{"k":[1]},"extra":"x"}"#
+        );
         let (listing, _) = read(&[page]);
         let tools = &listing.list.tools;
         assert_eq!(tools.len(), 3);
@@ -297,7 +289,7 @@ mod tests {
         ] {
             let (listing, outcomes) = read(&[page]);
             assert_eq!(outcomes, [Err(NO_TOOLS.to_owned())], "{page}");
-            assert_eq!(listing.offered(), 0);
+            assert_eq!(listing.offered, 0);
         }
     }
 
@@ -354,7 +346,7 @@ mod tests {
         let err = format!("the server offers more than {MAX_TOOLS} tools");
         // The bound is reported before the bad cursor.
         assert_eq!(outcomes, [Ok(Some("2".into())), Err(err)]);
-        assert_eq!(listing.offered(), MAX_TOOLS - 1 + 5000);
+        assert_eq!(listing.offered, MAX_TOOLS - 1 + 5000);
         assert_eq!(
             listing.list.tools.len() + listing.list.rejected.len(),
             MAX_TOOLS
@@ -368,12 +360,7 @@ mod tests {
             {"name":"b","inputSchema":{},"annotations":{"title":"A"}},
             {"name":"c","inputSchema":{},"annotations":{"title":7}},
             {"name":"d","inputSchema":{},"annotations":"none"}]}"#]);
-        let titles: Vec<_> = listing
-            .finish()
-            .tools
-            .into_iter()
-            .map(|t| t.title)
-            .collect();
+        let titles: Vec<_> = listing.list.tools.into_iter().map(|t| t.title).collect();
         assert_eq!(titles, [Some("T".into()), Some("A".into()), None, None]);
     }
 }

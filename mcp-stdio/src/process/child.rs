@@ -16,16 +16,10 @@ use std::time::Duration;
 
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use rustix::io::Errno;
-use rustix::process::{
-    Pid, Signal, WaitId, WaitIdOptions, WaitIdStatus, WaitOptions, kill_process_group,
-    pidfd_send_signal, waitid, waitpid,
-};
+use rustix::process::{Pid, Signal, WaitId, WaitIdOptions as Wait, WaitIdStatus, WaitOptions};
+use rustix::process::{kill_process_group, pidfd_send_signal, waitid, waitpid};
 use tokio::io::unix::AsyncFd;
-use tokio::sync::{Notify, watch};
-
-/// How long a leader sent SIGKILL is waited for where nothing can await
-/// it (its runtime is gone): moments, unless the kernel holds it.
-const KILLED_WAIT: Duration = Duration::from_secs(1);
+use tokio::sync::watch;
 
 /// A child of this process, the leader of its own process group.
 #[derive(Debug)]
@@ -33,20 +27,16 @@ pub(super) struct Leader {
     pid: Pid,
     pidfd: OwnedFd,
     state: Mutex<State>,
-    /// Whether the leader has ended, once that is seen.
+    /// Set once the leader is seen to have ended.
     ended: watch::Sender<bool>,
-    /// Wakes the watcher when the group was sent SIGKILL.
-    killed: Notify,
 }
 
 #[derive(Debug, Default)]
 struct State {
     /// The group was sent SIGKILL: the leader may be reaped.
     killed: bool,
-    /// Reaped (or taken by someone else's `waitpid(-1)`): its pid is no
-    /// longer ours to signal.
+    /// Reaped (or by someone else's `waitpid(-1)`): its pid is not ours.
     reaped: bool,
-    /// How it ended, once seen.
     status: Option<ExitStatus>,
 }
 
@@ -57,28 +47,24 @@ impl AsRawFd for Leader {
 }
 
 impl Leader {
-    /// The child `pid` behind `pidfd`.
-    ///
-    /// # Errors
-    /// When the kernel cannot wait on a pidfd (before Linux 5.4): the child
-    /// is killed and reaped.
+    /// The child `pid` behind `pidfd`; an error, the child killed and
+    /// reaped, where the kernel cannot wait on a pidfd (before Linux 5.4).
     pub(super) fn new(pid: Pid, pidfd: OwnedFd) -> io::Result<Self> {
+        let (state, ended) = (Mutex::default(), watch::Sender::new(false));
         let leader = Leader {
             pid,
             pidfd,
-            state: Mutex::default(),
-            ended: watch::Sender::new(false),
-            killed: Notify::new(),
+            state,
+            ended,
         };
-        if let Err(Errno::INVAL) = leader.wait(WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT) {
-            let _ = pidfd_send_signal(&leader.pidfd, Signal::KILL);
-            let _ = waitpid(Some(pid), WaitOptions::empty());
-            leader.lock().reaped = true;
-            return Err(io::Error::other(
-                "waiting for a process through its pidfd needs Linux 5.4 or later",
-            ));
-        }
-        Ok(leader)
+        let Err(Errno::INVAL) = leader.wait(Wait::NOWAIT) else {
+            return Ok(leader);
+        };
+        let _ = pidfd_send_signal(&leader.pidfd, Signal::KILL);
+        let _ = waitpid(Some(pid), WaitOptions::empty());
+        leader.lock().reaped = true;
+        let why = "waiting for a process through its pidfd needs Linux 5.4 or later";
+        Err(io::Error::other(why))
     }
 
     /// The leader's pid, which is also its process group id.
@@ -90,41 +76,58 @@ impl Leader {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// `waitid` on the pidfd for an exit, with `flags`, again when interrupted.
-    fn wait(&self, flags: WaitIdOptions) -> rustix::io::Result<Option<ExitStatus>> {
+    /// `waitid` on the pidfd for an exit, without blocking, with `flags`.
+    fn wait(&self, flags: Wait) -> rustix::io::Result<Option<ExitStatus>> {
         loop {
             match waitid(
                 WaitId::PidFd(self.pidfd.as_fd()),
-                WaitIdOptions::EXITED | flags,
+                Wait::EXITED | Wait::NOHANG | flags,
             ) {
                 Err(Errno::INTR) => continue,
-                other => return other.map(|s| s.map(exit_status)),
+                waited => return waited.map(|s| s.map(exit_status)),
             }
         }
     }
 
-    /// Sends `signal` to the leader's group, unless the leader was reaped.
+    /// Under the lock: whether the leader has ended (reaped if its group
+    /// was sent SIGKILL), said to whoever waits once it has.
+    fn update(&self, state: &mut State) {
+        if state.reaped {
+            return;
+        }
+        match self.wait(if state.killed {
+            Wait::empty()
+        } else {
+            Wait::NOWAIT
+        }) {
+            Ok(None) => return,
+            Ok(Some(status)) => (state.status, state.reaped) = (Some(status), state.killed),
+            Err(_) => state.reaped = true,
+        }
+        self.ended.send_replace(true);
+    }
+
+    /// Sends `signal` to the leader's group, unless the leader was reaped;
+    /// after SIGKILL the leader is reaped as soon as it has ended.
     pub(super) fn signal_group(&self, signal: Signal) {
         let mut state = self.lock();
         if !state.reaped {
             let _ = kill_process_group(self.pid, signal);
-            if signal == Signal::KILL {
-                state.killed = true;
-                self.killed.notify_one();
-            }
+            state.killed |= signal == Signal::KILL;
+            self.update(&mut state);
         }
     }
 
-    /// How the leader ended, if it has (it is not reaped for asking).
+    /// How the leader ended, if it has.
     pub(super) fn status(&self) -> Option<ExitStatus> {
         let mut state = self.lock();
-        if state.status.is_none() && !state.reaped {
-            state.status = self
-                .wait(WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT)
-                .ok()
-                .flatten();
-        }
+        self.update(&mut state);
         state.status
+    }
+
+    #[cfg(test)]
+    pub(super) fn reaped(&self) -> bool {
+        self.lock().reaped
     }
 
     /// Waits until the leader is seen to end.
@@ -132,32 +135,17 @@ impl Leader {
         let _ = self.ended.subscribe().wait_for(|ended| *ended).await;
     }
 
-    /// Reaps the leader if it ended and its group was sent SIGKILL; whether
-    /// it is reaped.
-    pub(super) fn reap(&self) -> bool {
-        let mut state = self.lock();
-        if state.killed && !state.reaped {
-            match self.wait(WaitIdOptions::NOHANG) {
-                Ok(None) => return false,
-                Ok(Some(status)) => (state.reaped, state.status) = (true, Some(status)),
-                Err(_) => state.reaped = true,
-            }
-            self.ended.send_replace(true);
-        }
-        state.reaped
-    }
-
     /// Ends the group and reaps the leader here and now, where nothing can
-    /// await it: waits a moment at most for the SIGKILL to land.
+    /// await it: waits a second at most for the SIGKILL to land.
     fn end_now(&self) {
         self.signal_group(Signal::KILL);
-        if !self.reap() {
-            let timeout = Timespec::try_from(KILLED_WAIT).unwrap_or_default();
+        if !self.lock().reaped {
+            let second = Timespec::try_from(Duration::from_secs(1)).unwrap_or_default();
             let _ = poll(
                 &mut [PollFd::new(&self.pidfd, PollFlags::IN)],
-                Some(&timeout),
+                Some(&second),
             );
-            self.reap();
+            self.status();
         }
     }
 }
@@ -174,35 +162,28 @@ impl Drop for Leader {
 /// `leader`'s pidfd, registered with the current runtime for [`watch`].
 #[allow(unsafe_code)]
 pub(super) fn register(leader: &Arc<Leader>) -> io::Result<AsyncFd<Arc<Leader>>> {
-    let interest = tokio::io::Interest::READABLE;
     // SAFETY: the descriptor is the leader's pidfd, an `OwnedFd` it never
     // replaces, open as long as the leader lives, which the `Arc` held by
     // the `AsyncFd` guarantees.
+    let interest = tokio::io::Interest::READABLE;
     Ok(unsafe { AsyncFd::register_with_interest(Arc::clone(leader), interest) }?)
 }
 
-/// Watches the leader through its registered pidfd: publishes its exit,
-/// then reaps it once its group was sent SIGKILL. Dropped before that (its
-/// runtime shut down, polled or not), it ends the group and reaps the
-/// leader at once, as tokio's `kill_on_drop` does.
+/// Watches the leader through its pidfd until it has ended (reaped if its
+/// group was sent SIGKILL by then; else whoever sends it reaps it).
+/// Dropped before that (its runtime shut down, polled or not), it ends the
+/// group and reaps the leader at once, as tokio's `kill_on_drop` does.
 pub(super) fn watch(pidfd: AsyncFd<Arc<Leader>>) -> impl Future<Output = ()> + Send {
     let unwatched = Unwatched(Some(Arc::clone(pidfd.get_ref())));
     async move {
-        // Moved in whole, so that dropping the future drops it.
-        let mut unwatched = unwatched;
-        let leader = pidfd.get_ref();
-        while leader.status().is_none() {
-            // A pidfd is readable once its process has ended.
+        let mut unwatched = unwatched; // moved in whole: dropped with the future
+        // A pidfd is readable once its process has ended.
+        while pidfd.get_ref().status().is_none() && !*pidfd.get_ref().ended.borrow() {
             match pidfd.readable().await {
                 Ok(mut ready) => ready.clear_ready(),
                 Err(_) => return,
             }
         }
-        leader.ended.send_replace(true);
-        while !leader.lock().killed {
-            leader.killed.notified().await;
-        }
-        leader.reap();
         unwatched.0 = None;
     }
 }
@@ -218,11 +199,9 @@ impl Drop for Unwatched {
 }
 
 fn exit_status(status: WaitIdStatus) -> ExitStatus {
-    match status.exit_status() {
-        Some(code) => ExitStatus::from_raw((code & 0xff) << 8),
-        None => ExitStatus::from_raw(
-            status.terminating_signal().unwrap_or(0) & 0x7f
-                | if status.dumped() { 0x80 } else { 0 },
-        ),
-    }
+    let raw = match status.exit_status() {
+        Some(code) => (code & 0xff) << 8,
+        None => status.terminating_signal().unwrap_or(0) & 0x7f | i32::from(status.dumped()) << 7,
+    };
+    ExitStatus::from_raw(raw)
 }

@@ -6,12 +6,11 @@
 //! async-signal-safe calls on data prepared for it, with every signal
 //! blocked around the clone (glibc's own too); it resets handlers, closes
 //! every descriptor above 2 and unblocks signals before exec. The program is
-//! looked up as execvp(3) does, but a file without `#!` is not run by `sh`.
+//! tried as execvp(3) does, but a file without `#!` is not run by `sh`.
 
 #![allow(unsafe_code)]
 
-use std::collections::BTreeMap;
-use std::ffi::{CString, OsStr, OsString};
+use std::ffi::{CString, OsStr};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
@@ -23,88 +22,44 @@ use rustix::pipe::{PipeFlags, pipe_with};
 use rustix::process::{Pid, getpid};
 
 use super::child::Leader;
-use crate::program::Program;
+use crate::program::{Env, Program};
 
-// The kernel's signal set is 64 bits here (`set_mask`); on MIPS it is 128.
-#[cfg(not(any(
-    target_arch = "x86_64",
-    target_arch = "x86",
-    target_arch = "aarch64",
-    target_arch = "arm",
-    target_arch = "riscv64",
-    target_arch = "powerpc64",
-    target_arch = "s390x",
-    target_arch = "loongarch64"
-)))]
+// `set_mask` passes the kernel's signal set as 8 bytes; MIPS has 128 signals.
+#[cfg(any(target_arch = "mips", target_arch = "mips64"))]
 compile_error!("the spawn's signal mask assumes the kernel's 8-byte signal set");
 
-/// The child's stack: its frames are a few hundred bytes, `execve` reads
-/// its arguments from the parent's memory.
+/// The child's stack, as glibc's `posix_spawn` gives it (no guard page):
+/// its frames are a few hundred bytes, `execve` reads from our memory.
 const STACK: usize = 64 * 1024;
 
-/// A started child and the parent's ends of its three pipes.
+/// The command as the child needs it, each part a C string: where to look
+/// for the program, in order, its argv and its whole environment.
 #[derive(Debug)]
-pub(super) struct Spawned {
-    pub(super) leader: Leader,
-    pub(super) stdin: OwnedFd,
-    pub(super) stdout: OwnedFd,
-    pub(super) stderr: OwnedFd,
-}
-
-/// The command, as the child needs it: each part a C string.
-#[derive(Debug)]
-pub(super) struct Exec {
-    /// Where to look for the program, in order.
-    candidates: Vec<CString>,
-    argv: Vec<CString>,
-    envp: Vec<CString>,
-}
+pub(super) struct Exec([Vec<CString>; 3]);
 
 impl Exec {
     /// `program`, its `args` and the child's whole environment.
-    pub(super) fn new(
-        program: &Program,
-        args: &[String],
-        env: BTreeMap<OsString, OsString>,
-    ) -> io::Result<Self> {
-        let envp = env
-            .into_iter()
-            .map(|(mut pair, value)| {
-                pair.push("=");
-                pair.push(value);
-                c_string(&pair)
-            })
-            .collect::<io::Result<_>>()?;
-        let candidates = program
-            .candidates
-            .iter()
-            .map(|c| c_string(c.as_os_str()))
-            .collect::<io::Result<_>>()?;
-        let argv = std::iter::once(c_string(program.shown.as_os_str()))
-            .chain(args.iter().map(|a| c_string(OsStr::new(a))))
-            .collect::<io::Result<_>>()?;
-        Ok(Exec {
-            candidates,
-            argv,
-            envp,
-        })
+    pub(super) fn new(program: &Program, args: &[String], env: Env) -> io::Result<Self> {
+        let c = |s: &OsStr| CString::new(s.as_bytes()).map_err(io::Error::other);
+        let pairs = env.into_iter().map(|(mut pair, value)| {
+            pair.extend([OsStr::new("="), &value]);
+            c(&pair)
+        });
+        let args =
+            std::iter::once(c(program.shown.as_ref())).chain(args.iter().map(|a| c(a.as_ref())));
+        let candidates = program.candidates.iter().map(|p| c(p.as_ref()));
+        Ok(Exec([
+            candidates.collect::<io::Result<_>>()?,
+            args.collect::<io::Result<_>>()?,
+            pairs.collect::<io::Result<_>>()?,
+        ]))
     }
-}
-
-fn c_string(s: &OsStr) -> io::Result<CString> {
-    CString::new(s.as_bytes()).map_err(|_| {
-        io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "nul byte found in provided data",
-        )
-    })
 }
 
 /// Everything the child reads, in the parent's memory (shared until exec).
 struct ChildArgs {
-    candidates: *const *const c_char,
-    argv: *const *const c_char,
-    envp: *const *const c_char,
+    /// NULL-terminated: the candidates, argv and envp.
+    exec: [*const *const c_char; 3],
     /// The child's ends of the pipes, for its fds 0, 1 and 2; all above 2.
     fds: [c_int; 3],
     parent: libc::pid_t,
@@ -113,12 +68,6 @@ struct ChildArgs {
     highest_fd: c_int,
     /// Why the child did not reach the server's code (an errno), 0 if it did.
     errno: AtomicI32,
-}
-
-/// NULL-terminated array of pointers into `strings`, which must outlive it.
-fn pointers(strings: &[CString]) -> Vec<*const c_char> {
-    let strings = strings.iter().map(|s| s.as_ptr());
-    strings.chain(std::iter::once(std::ptr::null())).collect()
 }
 
 /// A pipe whose `child` end is a descriptor above 2 (so that the dup2s
@@ -130,33 +79,28 @@ fn pipe(child_reads: bool) -> io::Result<(OwnedFd, OwnedFd)> {
     } else {
         (read, write)
     };
-    if child.as_raw_fd() < 3 {
-        return Ok((parent, rustix::io::fcntl_dupfd_cloexec(&child, 3)?));
+    match child.as_raw_fd() {
+        0..3 => Ok((parent, rustix::io::fcntl_dupfd_cloexec(&child, 3)?)),
+        _ => Ok((parent, child)),
     }
-    Ok((parent, child))
 }
 
 /// Starts `exec` in a process group of its own with the parent-death signal
-/// set to SIGKILL, and its pidfd; the error is why exec failed, as
-/// execvp(3) gives it. Called on the spawner thread.
-pub(super) fn spawn(exec: &Exec) -> io::Result<Spawned> {
-    let (stdin, child_in) = pipe(true)?;
-    let (stdout, child_out) = pipe(false)?;
-    let (stderr, child_err) = pipe(false)?;
-    let (candidates, argv, envp) = (
-        pointers(&exec.candidates),
-        pointers(&exec.argv),
-        pointers(&exec.envp),
-    );
+/// set to SIGKILL; returns it with our ends of its stdin, stdout and
+/// stderr. The error is why exec failed, as execvp(3) gives it. Called on
+/// the spawner thread.
+pub(super) fn spawn(exec: &Exec) -> io::Result<(Leader, [OwnedFd; 3])> {
+    let [(stdin, child_in), (stdout, child_out), (stderr, child_err)] =
+        [pipe(true)?, pipe(false)?, pipe(false)?];
+    let pointers = exec.0.each_ref().map(|strings| {
+        let pointers = strings.iter().map(|s| s.as_ptr());
+        pointers
+            .chain(std::iter::once(std::ptr::null()))
+            .collect::<Vec<_>>()
+    });
     let args = ChildArgs {
-        candidates: candidates.as_ptr(),
-        argv: argv.as_ptr(),
-        envp: envp.as_ptr(),
-        fds: [
-            child_in.as_raw_fd(),
-            child_out.as_raw_fd(),
-            child_err.as_raw_fd(),
-        ],
+        exec: pointers.each_ref().map(|p| p.as_ptr()),
+        fds: [&child_in, &child_out, &child_err].map(AsRawFd::as_raw_fd),
         parent: getpid().as_raw_nonzero().get(),
         highest_fd: if close_range_works() {
             -1
@@ -165,8 +109,7 @@ pub(super) fn spawn(exec: &Exec) -> io::Result<Spawned> {
         },
         errno: AtomicI32::new(0),
     };
-    let stack = Stack::new()?;
-    let (pid, pidfd) = match clone(&args, &stack) {
+    let (pid, pidfd) = match clone(&args) {
         // Kernels before 5.2 have no CLONE_PIDFD.
         Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
             return Err(io::Error::other(
@@ -180,38 +123,30 @@ pub(super) fn spawn(exec: &Exec) -> io::Result<Spawned> {
     // the leader is dropped, which reaps it.
     let leader = Leader::new(pid, pidfd)?;
     match args.errno.load(Ordering::SeqCst) {
-        0 => Ok(Spawned {
-            leader,
-            stdin,
-            stdout,
-            stderr,
-        }),
+        0 => Ok((leader, [stdin, stdout, stderr])),
         errno => Err(io::Error::from_raw_os_error(errno)),
     }
 }
 
 /// One clone; returns the child's pid and pidfd once it has exec'd or
 /// exited (CLONE_VFORK).
-fn clone(args: &ChildArgs, stack: &Stack) -> io::Result<(libc::pid_t, OwnedFd)> {
+fn clone(args: &ChildArgs) -> io::Result<(libc::pid_t, OwnedFd)> {
+    let mut stack = vec![0u128; STACK / 16];
     let mut pidfd: c_int = -1;
     let flags = libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PIDFD | libc::SIGCHLD;
     let old = set_mask(u64::MAX)?;
-    // SAFETY: the child runs `child_main` on `stack` (a guard page below,
-    // 16-byte aligned top) in our memory. Only this thread is suspended
-    // until the child execs or exits, so `args` and what it points to stay
-    // valid and unchanged (they are this thread's); the embedder's other
-    // threads keep running, which `child_main` allows for. Every signal is
-    // blocked, so no handler of ours runs in the child before it resets
-    // them. The kernel writes the pidfd into `pidfd` (the wrapper's
-    // parent_tid argument).
+    // SAFETY: the child runs `child_main` on `stack` (16-byte aligned; its
+    // top is one past its end, stacks grow down) in our memory. Only this
+    // thread is suspended until the child execs or exits, so `args`, what
+    // it points to and `stack` stay valid and unchanged (they are this
+    // thread's); the embedder's other threads keep running, which
+    // `child_main` allows for. Every signal is blocked, so no handler of
+    // ours runs in the child before it resets them. The kernel writes the
+    // pidfd into `pidfd` (the wrapper's parent_tid argument).
     let pid = unsafe {
-        libc::clone(
-            child_main,
-            stack.top(),
-            flags,
-            args as *const ChildArgs as *mut c_void,
-            &mut pidfd as *mut c_int,
-        )
+        let top = stack.as_mut_ptr().add(stack.len()).cast();
+        let arg = args as *const ChildArgs as *mut c_void;
+        libc::clone(child_main, top, flags, arg, &mut pidfd as *mut c_int)
     };
     let error = io::Error::last_os_error();
     let _ = set_mask(old);
@@ -277,9 +212,9 @@ extern "C" fn child_main(arg: *mut c_void) -> c_int {
         // As execvp(3): on to the next candidate when this one is missing,
         // Permission denied if one was found but not executable.
         let (mut denied, mut last) = (false, libc::ENOENT);
-        let mut candidate = args.candidates;
+        let [mut candidate, argv, envp] = args.exec;
         while !(*candidate).is_null() {
-            libc::execve(*candidate, args.argv, args.envp);
+            libc::execve(*candidate, argv, envp);
             last = errno();
             match last {
                 libc::EACCES => denied = true,
@@ -310,69 +245,19 @@ fn close_range_works() -> bool {
     })
 }
 
-/// The highest descriptor open now (from `/proc/self/fd`), so that the
-/// child's fallback closes as many as are open, not as many as may be; a
-/// descriptor another thread opens meanwhile without close-on-exec is the
-/// race every fork has.
+/// The highest descriptor open now (`/proc/self/fd`), so that the child's
+/// fallback closes as many as are open, not as many as may be; one another
+/// thread opens meanwhile without close-on-exec is the race every fork has.
 fn highest_fd() -> c_int {
     let open = std::fs::read_dir("/proc/self/fd").into_iter().flatten();
-    open.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-        .max()
-        .unwrap_or(1024)
-}
-
-/// The child's stack: an anonymous mapping with a guard page below.
-struct Stack {
-    base: *mut c_void,
-}
-
-impl Stack {
-    fn new() -> io::Result<Self> {
-        // SAFETY: a fresh private anonymous mapping, ours alone; the guard
-        // page is its lowest page.
-        unsafe {
-            let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK;
-            let base = libc::mmap(
-                std::ptr::null_mut(),
-                STACK + page(),
-                libc::PROT_READ | libc::PROT_WRITE,
-                flags,
-                -1,
-                0,
-            );
-            if base == libc::MAP_FAILED {
-                return Err(io::Error::last_os_error());
-            }
-            let stack = Stack { base };
-            if libc::mprotect(base, page(), libc::PROT_NONE) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            Ok(stack)
-        }
-    }
-
-    /// The highest address: stacks grow down.
-    fn top(&self) -> *mut c_void {
-        // SAFETY: within (one past the end of) the mapping.
-        unsafe { self.base.cast::<u8>().add(STACK + page()).cast() }
-    }
-}
-
-impl Drop for Stack {
-    fn drop(&mut self) {
-        // SAFETY: our mapping, no longer used (the child has exec'd or exited).
-        unsafe { libc::munmap(self.base, STACK + page()) };
-    }
-}
-
-fn page() -> usize {
-    rustix::param::page_size()
+    let numbers = open.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok());
+    numbers.max().unwrap_or(1024)
 }
 
 /// Sets this thread's signal mask (one bit a signal, 1 to 64: the kernel's
-/// whole set on the architectures above) through the raw system call,
-/// which, unlike `pthread_sigmask`, also sets glibc's internal signals;
-/// returns the mask it replaced. Async-signal-safe.
+/// whole set here) through the raw system call, which, unlike
+/// `pthread_sigmask`, also sets glibc's internal signals; returns the mask
+/// it replaced. Async-signal-safe.
 fn set_mask(mask: u64) -> io::Result<u64> {
     let mut old = 0u64;
     // SAFETY: rt_sigprocmask(2) reads and writes two 8-byte sets we own;
@@ -427,10 +312,10 @@ mod tests {
     /// sent to its id any more.
     #[test]
     fn a_leader_is_reaped_only_after_its_group_was_sent_sigkill() {
-        let program = Program::resolve("/bin/sh", std::path::Path::new("/"), &BTreeMap::new());
+        let program = Program::resolve("/bin/sh", std::path::Path::new("/"), &Env::new());
         let args = ["-c".to_owned(), "exit 3".to_owned()];
-        let exec = Exec::new(&program, &args, BTreeMap::new()).expect("exec");
-        let leader = spawn(&exec).expect("spawned").leader;
+        let exec = Exec::new(&program, &args, Env::new()).expect("exec");
+        let (leader, _pipes) = spawn(&exec).expect("spawned");
         let pid = leader.pid();
         let stat = || std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
@@ -441,11 +326,11 @@ mod tests {
             leader.status().map(|s| s.to_string()).as_deref(),
             Some("exit status: 3")
         );
-        assert!(!leader.reap(), "reaped before its group was sent SIGKILL");
+        assert!(!leader.reaped(), "reaped before its group was sent SIGKILL");
         let zombie = stat().expect("still in the process table");
         assert_eq!(zombie.rsplit_once(") ").map(|(_, r)| &r[..1]), Some("Z"));
         leader.signal_group(rustix::process::Signal::KILL);
-        assert!(leader.reap());
+        assert!(leader.reaped());
         assert_eq!(stat(), None, "{pid} left");
     }
 

@@ -34,11 +34,11 @@ async fn start_error(command: &[&str], env: &[(&str, &str)]) -> String {
 
 /// What the server wrote on stdout, to its end.
 async fn output(command: &[&str], env: &[(&str, &str)]) -> (u32, String) {
-    let (process, mut pipes) = ServerProcess::spawn(&config(command, env), Path::new("/"))
+    let (process, _stdin, mut stdout) = ServerProcess::spawn(&config(command, env), Path::new("/"))
         .await
         .expect("spawned");
     let mut out = String::new();
-    pipes.stdout.read_to_string(&mut out).await.expect("stdout");
+    stdout.read_to_string(&mut out).await.expect("stdout");
     let exited = tokio::time::timeout(Duration::from_secs(5), process.leader.exited()).await;
     exited.expect("exited");
     (process.pid(), out)
@@ -155,9 +155,10 @@ async fn an_argument_reaches_the_server_as_given() {
 
 #[tokio::test]
 async fn a_server_dropped_without_stop_is_killed_and_reaped() {
-    let (process, pipes) = ServerProcess::spawn(&config(&["sleep", "30"], &[]), Path::new("/"))
-        .await
-        .expect("spawned");
+    let (process, pipes, _stdout) =
+        ServerProcess::spawn(&config(&["sleep", "30"], &[]), Path::new("/"))
+            .await
+            .expect("spawned");
     let pid = process.pid();
     drop(pipes);
     drop(process);
@@ -175,7 +176,7 @@ fn a_server_whose_runtime_shut_down_is_killed_and_reaped() {
         .enable_all()
         .build()
         .expect("runtime");
-    let (process, pipes) = runtime
+    let (process, pipes, _stdout) = runtime
         .block_on(async {
             ServerProcess::spawn(&config(&["sleep", "30"], &[]), Path::new("/")).await
         })
@@ -231,13 +232,15 @@ async fn a_descriptor_inherited_without_cloexec_is_not_open_in_the_server() {
 /// it) and later starts still work.
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_panicking_spawn_job_takes_no_server_down() {
-    let (process, _pipes) = ServerProcess::spawn(&config(&["sleep", "30"], &[]), Path::new("/"))
-        .await
-        .expect("spawned");
+    let (process, _pipes, _stdout) =
+        ServerProcess::spawn(&config(&["sleep", "30"], &[]), Path::new("/"))
+            .await
+            .expect("spawned");
     super::spawner(Box::new(|| panic!("a spawn job that panics (on purpose)"))).expect("queued");
-    let (second, _more) = ServerProcess::spawn(&config(&["sleep", "30"], &[]), Path::new("/"))
-        .await
-        .expect("a later start works");
+    let (second, _more, _stdout2) =
+        ServerProcess::spawn(&config(&["sleep", "30"], &[]), Path::new("/"))
+            .await
+            .expect("a later start works");
     // Give a SIGKILL from a dead spawner thread time to land.
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(process.status().is_none(), "the first server was killed");
@@ -257,9 +260,10 @@ async fn a_start_waiting_for_the_spawner_does_not_block_its_runtime() {
             counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         }
     });
-    let (process, _pipes) = ServerProcess::spawn(&config(&["sleep", "30"], &[]), Path::new("/"))
-        .await
-        .expect("spawned");
+    let (process, _pipes, _stdout) =
+        ServerProcess::spawn(&config(&["sleep", "30"], &[]), Path::new("/"))
+            .await
+            .expect("spawned");
     ticker.abort();
     let ticked = ticks.load(std::sync::atomic::Ordering::SeqCst);
     assert!(
@@ -285,7 +289,7 @@ async fn a_relative_program_path_is_taken_from_the_base_dir() {
 /// and the leader is reaped before stop returns.
 #[tokio::test]
 async fn stop_terminates_a_group_that_ignores_its_stdin() {
-    let (process, pipes) = ServerProcess::spawn(
+    let (process, pipes, _stdout) = ServerProcess::spawn(
         &config(&["sh", "-c", "sleep 30 & sleep 30; wait"], &[]),
         Path::new("/"),
     )
@@ -315,11 +319,11 @@ async fn with_no_path_of_ours_the_check_and_the_start_agree() {
     let program = Program::resolve("sh", Path::new("/"), &env);
     assert!(program.runnable().is_ok(), "{program:?}");
     let exec = super::spawn::Exec::new(&program, &config.command[1..], env.clone()).expect("exec");
-    let spawned = super::on_spawner_thread(exec)
+    let (_leader, [_, stdout, _]) = super::on_spawner_thread(exec)
         .await
         .expect("the start runs it");
     let mut out = String::new();
-    std::fs::File::from(spawned.stdout)
+    std::fs::File::from(stdout)
         .read_to_string(&mut out)
         .expect("stdout");
     assert_eq!(out, "ran\n");
