@@ -14,13 +14,10 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, BufReader};
 /// The longest line accepted from a server, newline included.
 pub const MAX_LINE: usize = 16 * 1024 * 1024;
 
-/// What a reader buffers (as rmcp's does), and the most a consumed line keeps.
+/// A reader's buffer (as rmcp's), and the most a consumed line keeps.
 const READ_BUFFER: usize = 8 * 1024;
 
-/// Reads lines of at most `limit` bytes, each gathered up to the bound (so
-/// memory stays bounded while a long one streams in) and given back once
-/// consumed. What was read stays in the reader, so a line that arrives in
-/// pieces is never lost, whatever drops the future that waits for it.
+/// Reads lines of at most `limit` bytes, each given back once consumed.
 #[derive(Debug)]
 pub(crate) struct LineReader<R> {
     inner: BufReader<R>,
@@ -30,8 +27,7 @@ pub(crate) struct LineReader<R> {
     pub(crate) limit: usize,
 }
 
-/// Why no line could be read: the pipe failed, or a line grew past the
-/// bound before its newline came.
+/// Why no line could be read: the pipe failed, or a line passed the bound.
 #[derive(Debug)]
 pub(crate) enum ReadError {
     Io(io::Error),
@@ -53,8 +49,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
         }
     }
 
-    /// The next line without its `\n` (or `\r\n`), or `None` at end of file;
-    /// a last line without a newline is still a line.
+    /// The next line without its `\n` (or `\r\n`), or `None` at its end.
     ///
     /// # Cancel safety
     /// Dropping the future loses nothing: what was read stays buffered.
@@ -88,7 +83,6 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
     }
 }
 
-/// One line from the server, classified.
 #[derive(Debug, Clone)]
 pub(crate) enum Incoming {
     /// An answer: its id when it could be ours (a `u64`), what it says.
@@ -108,9 +102,8 @@ pub(crate) enum Incoming {
     Junk,
 }
 
-/// What an answer says: its result as written, for its caller to read; a
-/// JSON-RPC error; or what makes it unreadable (completing "the server's
-/// answer to this call ...").
+/// What an answer says: its result as written; a JSON-RPC error; or what
+/// makes it unreadable (after "the server's answer to this call").
 #[derive(Debug, Clone)]
 pub(crate) enum Outcome {
     Result(Box<RawValue>),
@@ -118,8 +111,7 @@ pub(crate) enum Outcome {
     Unreadable(String),
 }
 
-/// The members of a message this client reads; any other is skipped, one
-/// given twice makes the line unreadable.
+/// The members of a message this client reads (one given twice: unreadable).
 #[derive(Deserialize)]
 struct Envelope<'a> {
     #[serde(borrow)]
@@ -134,12 +126,11 @@ struct Envelope<'a> {
     error: Option<&'a RawValue>,
 }
 
-/// A member that is there, `null` included (an absent one is `None`).
+/// A member that is there, `null` included.
 fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
     <&RawValue>::deserialize(d).map(Some)
 }
 
-/// Classifies one line.
 pub(crate) fn decode(line: &[u8]) -> Incoming {
     // JSON text is UTF-8 (RFC 8259).
     let text = match std::str::from_utf8(line) {
@@ -147,12 +138,8 @@ pub(crate) fn decode(line: &[u8]) -> Incoming {
         Err(e) => return unreadable(line, format!("it is not UTF-8: {e}")),
     };
     if text.trim_ascii_start().starts_with('[') {
-        let batch = serde_json::from_str::<IgnoredAny>(text).is_ok();
-        return if batch {
-            Incoming::Batch
-        } else {
-            Incoming::Junk
-        };
+        let batch = serde_json::from_str::<IgnoredAny>(text);
+        return batch.map_or(Incoming::Junk, |_| Incoming::Batch);
     }
     let message = match serde_json::from_str::<Envelope<'_>>(text) {
         Ok(message) => message,
@@ -195,11 +182,8 @@ fn malformed(how: &str) -> Outcome {
     Outcome::Unreadable(format!("is not valid JSON-RPC: {how}"))
 }
 
-/// A line that cannot be read as a message (`why`). Read leniently (what is
-/// not UTF-8 replaced, a byte-order mark left out, control characters as
-/// blanks, a member given twice as its last), an answer under an id (a
-/// `result` or an `error`, no `method`) fails its request at once; anything
-/// else is junk.
+/// A line that cannot be read (`why`): read leniently, an answer under an
+/// id fails its request at once; anything else is junk.
 fn unreadable(line: &[u8], why: String) -> Incoming {
     let text = String::from_utf8_lossy(line);
     let text = text
@@ -221,7 +205,6 @@ fn unreadable(line: &[u8], why: String) -> Incoming {
     }
 }
 
-/// A JSON-RPC error object: an integer code, a message (empty if none).
 fn error_object(error: &RawValue) -> Outcome {
     let error: Value = serde_json::from_str(error.get()).unwrap_or(Value::Null);
     let message = error.get("message").and_then(Value::as_str).unwrap_or("");
@@ -231,9 +214,8 @@ fn error_object(error: &RawValue) -> Outcome {
     }
 }
 
-/// A request line: one JSON object and its newline, as every line we write
-/// is (some SDKs end the session on a blank line); `None` when `params`
-/// cannot be written as JSON, so that no half line is ever sent.
+/// A request line: one JSON object and its newline (some SDKs end the
+/// session on a blank line); `None`, never half a line, for bad `params`.
 pub(crate) fn request<P: Serialize + ?Sized>(id: u64, method: &str, params: &P) -> Option<Vec<u8>> {
     let method = serde_json::to_string(method).ok()?;
     let mut line =
@@ -243,7 +225,6 @@ pub(crate) fn request<P: Serialize + ?Sized>(id: u64, method: &str, params: &P) 
     Some(line)
 }
 
-/// A notification line.
 pub(crate) fn notification(method: &str, params: Option<Value>) -> Vec<u8> {
     match params {
         Some(params) => line(&json!({"jsonrpc": "2.0", "method": method, "params": params})),
@@ -251,7 +232,6 @@ pub(crate) fn notification(method: &str, params: Option<Value>) -> Vec<u8> {
     }
 }
 
-/// The answer to a server request: a result, or a JSON-RPC error.
 pub(crate) fn response(id: &RawValue, outcome: Result<Value, (i64, &str)>) -> Vec<u8> {
     match outcome {
         Ok(result) => line(&json!({"jsonrpc": "2.0", "id": id, "result": result})),

@@ -34,7 +34,7 @@ impl ServerConfig {
         self
     }
 
-    /// Reads the settings of an entry, reporting every problem.
+    /// Reads the settings of an entry.
     ///
     /// # Errors
     /// Every problem found, each naming its key.

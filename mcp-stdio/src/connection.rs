@@ -24,17 +24,16 @@ use crate::codec::{self, Incoming, LineReader, Outcome, ReadError};
 use crate::error::Failure;
 use crate::outbox::{MAX_UNREAD, Outbox};
 
-/// The `tracing` target of every JSON-RPC line sent to and read from a
-/// server, one `trace` event a line (`provider`, `direction`: `sent` or
-/// `received`, `line`, and `cut_at_bytes` when cut). It holds arguments and
-/// results: it is the operator's, never a log's.
+/// The `tracing` target of every JSON-RPC line sent and read, one `trace`
+/// event a line (`provider`, `direction`: `sent` or `received`, `line`,
+/// `cut_at_bytes` when cut): the operator's, never a log's.
 pub const WIRE: &str = "spear_mcp_stdio::wire";
 
 /// The most of one line a [`WIRE`] event holds.
 pub const TRACE_LINE_KEPT: usize = 64 * 1024;
 
-/// What happened on the connection that is not an answer to us: kept for the
-/// operator (`Provider::info`), never shown to a turn.
+/// What happened on the connection besides answers to us: the operator's
+/// (`Provider::info`), never a turn's.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Stats {
@@ -46,12 +45,10 @@ pub struct Stats {
     pub notifications: u64,
     /// Requests from the server (answered: `ping` with a result, others -32601).
     pub server_requests: u64,
-    /// Answers to no pending request (late, after their caller gave up, or
-    /// unknown ids).
+    /// Answers to no pending request (late, or unknown ids).
     pub stray_answers: u64,
 }
 
-/// What a request gets: its result as the server wrote it, or why not.
 pub(crate) type Answer = Result<Box<RawValue>, Failure>;
 
 /// One connection to one server, shared with its reader task.
@@ -71,7 +68,6 @@ struct State {
 }
 
 impl Connection {
-    /// Starts the writer and reader tasks over the server's pipes.
     pub(crate) fn start(
         stdin: pipe::Sender,
         stdout: pipe::Receiver,
@@ -96,12 +92,12 @@ impl Connection {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Sends one request and waits for its answer; at most `timeout` if one
-    /// is given, after which it is cancelled and the connection fails.
+    /// Sends one request and waits for its answer, at most `timeout`, after
+    /// which it is cancelled and the connection fails.
     ///
     /// # Cancel safety
-    /// Dropping the future forgets the request and tells the server so (MCP:
-    /// never for `initialize`); the connection is unharmed.
+    /// Dropping the future forgets the request and tells the server so
+    /// (never for `initialize`, as MCP says).
     pub(crate) async fn request<P: Serialize + ?Sized>(
         &self,
         method: &str,
@@ -121,11 +117,7 @@ impl Connection {
             state.pending.insert(id, answer);
         }
         let cancel = (method != "initialize").then_some("the client stopped waiting");
-        let mut pending = Pending {
-            id,
-            shared: self,
-            cancel,
-        };
+        let mut pending = Pending(id, self, cancel);
         self.send(line);
         let span = tracing::debug_span!(target: "spear_mcp_stdio", "request", method, id);
         let answered = tracing::Instrument::instrument(answered, span);
@@ -135,19 +127,18 @@ impl Connection {
                 Ok(answer) => answer,
                 Err(_) => {
                     tracing::warn!(target: "spear_mcp_stdio", provider = %self.provider, method, id, ?after, "request timed out");
-                    pending.cancel = pending.cancel.and(Some("timed out"));
+                    pending.2 = pending.2.and(Some("timed out"));
                     drop(pending);
                     self.fail(Failure::Timeout(after));
                     return Err(self.failure().unwrap_or(Failure::Timeout(after)));
                 }
             },
         };
-        pending.cancel = None;
+        pending.2 = None;
         // The answer's sender is dropped only with the connection.
         answer.unwrap_or_else(|_| Err(self.failure().unwrap_or(Failure::ShutDown)))
     }
 
-    /// Sends one notification.
     pub(crate) fn notify(&self, method: &str, params: Option<Value>) {
         self.send(codec::notification(method, params));
     }
@@ -186,36 +177,32 @@ impl Connection {
         }
     }
 
-    /// Why the connection failed, if it did.
     pub(crate) fn failure(&self) -> Option<Failure> {
         self.lock().failure.clone()
     }
 
-    /// Closes the server's stdin, the polite way to ask it to leave.
+    /// Closes the server's stdin: the polite way to ask it to leave.
     pub(crate) fn close(&self) {
         self.out.close();
     }
 
-    /// A snapshot of the counters.
     pub(crate) fn stats(&self) -> Stats {
         self.lock().stats.clone()
     }
 }
 
-/// Forgets a request given up on before its answer came, and tells the
-/// server why (`cancel`, unless `None`).
-struct Pending<'a> {
-    id: u64,
-    shared: &'a Connection,
-    cancel: Option<&'static str>,
-}
+/// A request: forgotten if it is given up on, the server told why (the
+/// cancellation's reason, unless `None`).
+struct Pending<'a>(u64, &'a Connection, Option<&'static str>);
 
 impl Drop for Pending<'_> {
     fn drop(&mut self) {
-        let Some(reason) = self.cancel else { return };
-        if self.shared.lock().pending.remove(&self.id).is_some() {
-            let params = json!({"requestId": self.id, "reason": reason});
-            self.shared.notify("notifications/cancelled", Some(params));
+        let Pending(id, connection, Some(reason)) = *self else {
+            return;
+        };
+        if connection.lock().pending.remove(&id).is_some() {
+            let params = json!({"requestId": id, "reason": reason});
+            connection.notify("notifications/cancelled", Some(params));
         }
     }
 }
@@ -229,22 +216,19 @@ fn wire(provider: &str, direction: &'static str, line: &[u8]) {
 }
 
 async fn read_loop(mut reader: LineReader<pipe::Receiver>, shared: Arc<Connection>) {
-    // Fails the connection when this task ends, also when it is dropped
-    // first: the runtime that ran it shut down, nothing reads the server.
+    // Fails the connection when this task ends, also if it is dropped
+    // first (its runtime shut down).
     let mut end = Ended(shared, None);
     end.1 = Some(loop {
         let line = match reader.next_line().await {
             Ok(Some(line)) => line,
             // At once: how the process ended is read when this is reported.
             Ok(None) => break Failure::Closed("closed its stdout".into()),
-            Err(ReadError::Io(e)) => {
-                break Failure::Closed(format!("failed to read its stdout ({e})"));
-            }
+            Err(ReadError::Io(e)) => break Failure::Closed(format!("closed its stdout ({e})")),
             Err(ReadError::TooLong) => {
                 let bound = size(reader.limit);
-                break Failure::Protocol(format!(
-                    "the server sent a line longer than the bound of {bound}"
-                ));
+                let why = format!("the server sent a line longer than the bound of {bound}");
+                break Failure::Protocol(why);
             }
         };
         wire(&end.0.provider, "received", line);
@@ -259,15 +243,14 @@ struct Ended(Arc<Connection>, Option<Failure>);
 impl Drop for Ended {
     fn drop(&mut self) {
         let lost = "its connection is lost: the runtime that ran it has shut down";
-        self.0.fail(
-            self.1
-                .take()
-                .unwrap_or_else(|| Failure::Crashed(lost.into())),
-        );
+        let failure = self
+            .1
+            .take()
+            .unwrap_or_else(|| Failure::Crashed(lost.into()));
+        self.0.fail(failure);
     }
 }
 
-/// Hands one line from the server to whom it is for.
 fn handle_line(shared: &Connection, line: &[u8]) -> Result<(), Failure> {
     match codec::decode(line) {
         Incoming::Junk => junk(shared, line),
@@ -276,13 +259,11 @@ fn handle_line(shared: &Connection, line: &[u8]) -> Result<(), Failure> {
             let answer = match outcome {
                 Outcome::Result(result) => Ok(result),
                 Outcome::Error(code, message) => Err(Failure::Rejected { code, message }),
-                // MCP: a broken answer to a pending call fails that call at
-                // once, not at its caller's deadline; the provider stays.
+                // MCP: it fails that call at once; the provider stays.
                 Outcome::Unreadable(why) => {
                     junk(shared, line);
-                    Err(Failure::Unreadable(format!(
-                        "the server's answer to this call {why}"
-                    )))
+                    let why = format!("the server's answer to this call {why}");
+                    Err(Failure::Unreadable(why))
                 }
             };
             match (waiting, answer) {
@@ -293,10 +274,9 @@ fn handle_line(shared: &Connection, line: &[u8]) -> Result<(), Failure> {
         }
         Incoming::Request { id, method } => {
             shared.lock().stats.server_requests += 1;
-            let answer = if method == "ping" {
-                Ok(json!({}))
-            } else {
-                Err((-32601, "method not found"))
+            let answer = match method.as_str() {
+                "ping" => Ok(json!({})),
+                _ => Err((-32601, "method not found")),
             };
             shared.send(codec::response(&id, answer));
         }
@@ -322,8 +302,7 @@ fn stray(shared: &Connection, id: Option<u64>) {
     tracing::debug!(target: "spear_mcp_stdio", provider = %shared.provider, id, strays, "stray answer");
 }
 
-/// Counts a line that is no message for us, keeping the last one for the
-/// operator: the first said at info.
+/// Counts a line that is no message, keeping the last; the first said at info.
 fn junk(shared: &Connection, line: &[u8]) {
     let cut = String::from_utf8_lossy(&line[..line.len().min(200)]).into_owned();
     let lines = {
@@ -338,11 +317,9 @@ fn junk(shared: &Connection, line: &[u8]) {
     tracing::debug!(target: "spear_mcp_stdio", provider = %shared.provider, lines, excerpt = ?cut, "junk line");
 }
 
-/// `bytes` for a message: whole MiB when it is some.
 pub(crate) fn size(bytes: usize) -> String {
-    const MIB: usize = 1024 * 1024;
-    match bytes % MIB {
-        0 => format!("{} MiB", bytes / MIB),
+    match bytes % (1 << 20) {
+        0 => format!("{} MiB", bytes >> 20),
         _ => format!("{bytes} bytes"),
     }
 }

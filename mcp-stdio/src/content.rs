@@ -6,8 +6,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use spear_capabilities::{CallResult, Content, ResourceBody};
 
-/// A `CallToolResult` as MCP 2025-06-18 lays it out; unknown members are
-/// skipped, one given twice makes it unreadable.
+/// A `CallToolResult` (unknown members skipped, one given twice unreadable).
 #[derive(Deserialize)]
 struct ToolResult<'a> {
     #[serde(borrow, default)]
@@ -18,8 +17,7 @@ struct ToolResult<'a> {
     is_error: Option<bool>,
 }
 
-/// One content block, every member of every type, each optional: which
-/// are required depends on `type` ([`Block::map`]).
+/// One content block, every member of every type ([`Block::map`] picks).
 #[derive(Deserialize)]
 struct Block {
     #[serde(default, rename = "type", deserialize_with = "loose")]
@@ -52,14 +50,9 @@ pub(crate) fn loose<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D
     })
 }
 
-/// Reads a `CallToolResult` and maps it. Unknown members are ignored; a
-/// block of a type MCP 2025-06-18 does not define becomes a short note, so
-/// that a newer server's result still arrives and the turn can see
-/// something is missing.
-///
-/// # Errors
-/// Why the result cannot be read, as a lower-case phrase: the call fails,
-/// the connection does not.
+/// Reads a `CallToolResult` and maps it, or says why it cannot (the call
+/// fails, the connection does not). A block of a type MCP 2025-06-18 does
+/// not define becomes a short note: a newer server's result still arrives.
 pub(crate) fn call_result(raw: &RawValue) -> Result<CallResult, String> {
     // A derived struct would also take an array, member by member.
     if !raw.get().starts_with('{') {

@@ -4,10 +4,8 @@ use std::time::Duration;
 
 use spear_capabilities::Error;
 
-/// A failure of one server connection. It carries neither the provider's
-/// id nor the server's stderr: those are added as it leaves the crate
-/// ([`Failure::into_error`]), so that the stderr tail is read when the error
-/// is reported (a crashing server's last words may still be in the pipe).
+/// A failure of one server, without the provider's id and the server's
+/// stderr, which are added when it is reported ([`Failure::into_error`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum Failure {
     /// The server could not be started or refused to start.
@@ -19,15 +17,13 @@ pub(crate) enum Failure {
     /// The server said something MCP over stdio does not allow.
     #[error("{0}")]
     Protocol(String),
-    /// The server's stdout ended or failed (what happened to it): how its
-    /// process ended is read when the failure is reported.
+    /// The server's stdout ended or failed (what happened to it).
     #[error("it {0}")]
     Closed(String),
     /// The server's process ended (its status), or its connection is lost.
     #[error("{0}")]
     Crashed(String),
-    /// The server answered one request with a JSON-RPC error (its message
-    /// is untrusted text).
+    /// The server answered one request with a JSON-RPC error.
     #[error("error {code}: {message}")]
     Rejected { code: i64, message: String },
     /// The server answered one call with a result that cannot be read.
@@ -39,8 +35,8 @@ pub(crate) enum Failure {
 }
 
 impl Failure {
-    /// The core's error for this failure of provider `provider`, during a
-    /// call of `tool` (empty outside calls), with the server's `stderr` tail.
+    /// The core's error for this failure of `provider`, in a call of `tool`
+    /// (empty outside calls), with the server's `stderr` tail.
     pub(crate) fn into_error(self, provider: &str, tool: &str, stderr: String) -> Error {
         let provider = provider.to_owned();
         match self {
@@ -70,8 +66,7 @@ impl Failure {
                 tool: tool.to_owned(),
                 reason,
             },
-            // Outside a tool call a bad answer means the server cannot do
-            // what every MCP server must (initialize, list its tools).
+            // Outside a call, the server fails at what every server must do.
             Failure::Protocol(message) | Failure::Unreadable(message) => Error::Protocol {
                 provider,
                 message,

@@ -9,15 +9,13 @@ use crate::codec::{Incoming, LineReader, Outcome, ReadError, decode};
 use crate::content;
 use crate::tools::{self, Listing};
 
-/// The `mcp_stdout` fuzz target: the first byte picks the read buffer (so
-/// lines arrive in pieces), the second the line bound, the rest is a
-/// server's whole stdout, read, classified and mapped as the client would.
-/// Returns how many lines were read.
+/// The `mcp_stdout` fuzz target: the first byte picks the read buffer, the
+/// second the line bound, the rest is a server's stdout, read, classified
+/// and mapped as the client would; how many lines were read.
 ///
 /// # Panics
-/// When an invariant breaks: a line past the bound or holding a newline,
-/// the reader waiting on bytes that are all there, or a listing that loses
-/// a tool. That is the point of fuzzing it.
+/// When an invariant breaks (a line past the bound or holding a newline,
+/// the reader waiting on bytes that are there, a listing losing a tool).
 pub fn fuzz_stdout(data: &[u8]) -> usize {
     let (buffer, limit, input) = match data {
         [b, l, rest @ ..] => (usize::from(*b % 64) + 1, usize::from(*l) * 16 + 1, rest),
@@ -36,22 +34,20 @@ pub fn fuzz_stdout(data: &[u8]) -> usize {
         assert!(line.len() <= limit, "a line of {} past {limit}", line.len());
         assert!(!line.contains(&b'\n'), "a line holds a newline");
         lines += 1;
-        if let Incoming::Response {
-            outcome: Outcome::Result(raw),
-            ..
-        } = decode(&line)
-        {
-            let _ = content::call_result(&raw);
-            let mut listing = Listing::default();
-            if tools::read_page(raw.get(), &mut listing).is_ok() {
-                let kept = listing.offered.min(tools::MAX_TOOLS);
-                let list = listing.list;
-                assert_eq!(
-                    list.tools.len() + list.rejected.len(),
-                    kept,
-                    "a tool went missing"
-                );
-            }
+        let Incoming::Response { outcome, .. } = decode(&line) else {
+            continue;
+        };
+        let Outcome::Result(raw) = outcome else {
+            continue;
+        };
+        let _ = content::call_result(&raw);
+        let mut page = Listing::default();
+        if tools::read_page(raw.get(), &mut page).is_ok() {
+            let (read, kept) = (
+                page.list.tools.len() + page.list.rejected.len(),
+                page.offered,
+            );
+            assert_eq!(read, kept.min(tools::MAX_TOOLS), "a tool went missing");
         }
     }
 }

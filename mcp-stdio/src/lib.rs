@@ -43,11 +43,7 @@ pub const NAME: &str = "mcp-stdio";
 pub const KIND: ProviderKind = ProviderKind {
     name: NAME,
     keys: config::KEYS,
-    validate: |settings| {
-        ServerConfig::from_settings(settings)
-            .err()
-            .unwrap_or_default()
-    },
+    validate: |s| ServerConfig::from_settings(s).err().unwrap_or_default(),
     connect,
     check: Some(program::check),
 };
@@ -56,17 +52,14 @@ spear_capabilities::inventory::submit! { KIND }
 
 fn connect(request: ConnectRequest) -> ConnectFuture {
     Box::pin(async move {
+        let id = &request.provider;
         let config = ServerConfig::from_settings(&request.settings).map_err(|problems| {
             let reason: Vec<String> = problems.iter().map(ToString::to_string).collect();
-            error::Failure::Start(reason.join("; ")).into_error(
-                &request.provider,
-                "",
-                String::new(),
-            )
+            error::Failure::Start(reason.join("; ")).into_error(id, "", String::new())
         })?;
         // Calls are timed by their caller; the start's requests here.
         let options = Options::default().with_timeout(request.start_timeout);
-        let provider = McpProvider::start(&request.provider, &config, &request.base_dir, options);
+        let provider = McpProvider::start(id, &config, &request.base_dir, options);
         Ok(Arc::new(provider.await?) as Arc<dyn Provider>)
     })
 }

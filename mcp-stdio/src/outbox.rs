@@ -13,25 +13,20 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::unix::pipe;
 use tokio::sync::{Notify, mpsc};
 
-/// The most bytes queued for a server's stdin. A line sent while nothing
-/// waits is taken whatever its size (one request's arguments may be large);
-/// past this bound, a line sent behind others breaks the box: what waits is
+/// The most bytes queued for a server's stdin; a line sent while nothing
+/// waits is taken whatever its size. Past it the box breaks: what waits is
 /// dropped, the pipe closed, and the connection fails.
 pub const MAX_UNREAD: usize = 16 * 1024 * 1024;
 
-/// A line for the writer task, or `None`: close the pipe after what came before.
-type Out = Option<Vec<u8>>;
-
-/// The sending side, shared by the connection and its reader.
 #[derive(Debug, Clone)]
 pub(crate) struct Outbox {
-    lines: mpsc::UnboundedSender<Out>,
+    /// Lines for the writer task; `None`: close the pipe after them.
+    lines: mpsc::UnboundedSender<Option<Vec<u8>>>,
     shared: Arc<Shared>,
 }
 
 #[derive(Debug, Default)]
 struct Shared {
-    /// Bytes sent and not written yet.
     unread: AtomicUsize,
     /// The writer let go of the pipe: what is sent is dropped.
     done: AtomicBool,
@@ -40,7 +35,6 @@ struct Shared {
 }
 
 impl Outbox {
-    /// Takes the server's stdin and starts the writer task.
     pub(crate) fn start(stdin: pipe::Sender) -> Outbox {
         let (lines, queue) = mpsc::unbounded_channel();
         let shared = Arc::new(Shared::default());
@@ -49,8 +43,7 @@ impl Outbox {
     }
 
     /// Sends `line` after everything sent before it (dropped once the pipe
-    /// is let go of: the reader sees the server leave); `false` when it
-    /// would pass [`MAX_UNREAD`]: the box breaks.
+    /// is let go of); `false` when it would pass [`MAX_UNREAD`].
     pub(crate) fn send(&self, line: Vec<u8>) -> bool {
         let shared = &self.shared;
         if shared.done.load(Ordering::Relaxed) {
@@ -66,19 +59,16 @@ impl Outbox {
         true
     }
 
-    /// Closes the server's stdin once everything sent is written: the
-    /// polite way to ask it to leave.
+    /// Closes the server's stdin once everything sent is written.
     pub(crate) fn close(&self) {
         let _ = self.lines.send(None);
     }
 }
 
-/// The writer task, the pipe's only owner: it ends, closing the pipe, when
-/// told to close, when the box breaks, when the pipe fails, or when every
-/// sender is gone.
+/// The writer task, the pipe's only owner.
 async fn write_lines(
     mut pipe: pipe::Sender,
-    mut queue: mpsc::UnboundedReceiver<Out>,
+    mut queue: mpsc::UnboundedReceiver<Option<Vec<u8>>>,
     shared: Arc<Shared>,
 ) {
     while let Some(Some(line)) = queue.recv().await {

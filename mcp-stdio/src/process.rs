@@ -30,39 +30,18 @@ use child::Leader;
 /// How much of the server's stderr is kept for error messages.
 pub const STDERR_KEPT: usize = 64 * 1024;
 
-/// The last bytes a server wrote to stderr.
-#[derive(Debug, Default)]
-pub(crate) struct StderrRing(Mutex<Vec<u8>>);
-
-impl StderrRing {
-    fn push(&self, chunk: &[u8]) {
-        let mut bytes = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        bytes.extend_from_slice(chunk);
-        // Cut seldom: twice what is kept, back to what is kept.
-        if let Some(cut) = bytes.len().checked_sub(2 * STDERR_KEPT) {
-            bytes.drain(..cut + STDERR_KEPT);
-        }
-    }
-
-    /// What is kept, as text.
-    pub(crate) fn tail(&self) -> String {
-        let bytes = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        String::from_utf8_lossy(&bytes[bytes.len().saturating_sub(STDERR_KEPT)..]).into_owned()
-    }
-}
-
 /// A running server. Dropping it kills its process group.
 #[derive(Debug)]
 pub(crate) struct ServerProcess {
     leader: Arc<Leader>,
-    stderr: Arc<StderrRing>,
+    /// The last [`STDERR_KEPT`] bytes of stderr (and up to as many before).
+    stderr: Arc<Mutex<Vec<u8>>>,
     stderr_done: watch::Receiver<bool>,
 }
 
 impl ServerProcess {
-    /// Starts `config`'s command with only `PATH`, `HOME` and its `env`,
-    /// its program as [`Program::resolve`] finds it from `base_dir`; returns
-    /// it with its stdin and stdout, registered with the runtime.
+    /// Starts `config`'s command (with only `PATH`, `HOME` and its `env`);
+    /// returns it with its stdin and stdout.
     pub(crate) async fn spawn(
         config: &ServerConfig,
         base_dir: &Path,
@@ -85,19 +64,23 @@ impl ServerProcess {
         let stdout = pipe::Receiver::from_owned_fd(stdout).map_err(unwatched)?;
         let mut stderr = pipe::Receiver::from_owned_fd(stderr).map_err(unwatched)?;
         let pidfd = child::register(&leader).map_err(unwatched)?;
-        let (ring, (done, stderr_done)) = (Arc::new(StderrRing::default()), watch::channel(false));
-        let sink = Arc::clone(&ring);
-        // Drained all the time: a server blocked on a full stderr pipe would
-        // stop answering on stdout.
+        let (ring, (done, stderr_done)) = (Arc::default(), watch::channel(false));
+        let sink: Arc<Mutex<Vec<u8>>> = Arc::clone(&ring);
+        // Drained all the time: a full stderr pipe would block the server.
         tokio::spawn(async move {
             let mut chunk = vec![0; 4 * 1024];
             while let Ok(n @ 1..) = stderr.read(&mut chunk).await {
-                sink.push(&chunk[..n]);
+                let mut kept = sink.lock().unwrap_or_else(|p| p.into_inner());
+                kept.extend_from_slice(&chunk[..n]);
+                // Cut seldom: from twice what is kept back to what is kept.
+                if let Some(cut) = kept.len().checked_sub(2 * STDERR_KEPT) {
+                    kept.drain(..cut + STDERR_KEPT);
+                }
             }
             let _ = done.send(true);
         });
         tokio::spawn(child::watch(pidfd));
-        let (pid, shown) = (leader.pid().as_raw_nonzero().get(), program.shown.display());
+        let (pid, shown) = (leader.pid.as_raw_nonzero().get(), program.shown.display());
         tracing::debug!(target: "spear_mcp_stdio", pid, program = %shown, "server spawned");
         let stderr = ring;
         Ok((
@@ -111,24 +94,20 @@ impl ServerProcess {
         ))
     }
 
-    /// The server's pid, which is also its process group id.
     pub(crate) fn pid(&self) -> u32 {
-        self.leader.pid().as_raw_nonzero().get().unsigned_abs()
+        self.leader.pid.as_raw_nonzero().get().unsigned_abs()
     }
 
-    /// What the server wrote to stderr last.
     pub(crate) fn stderr_tail(&self) -> String {
-        self.stderr.tail()
+        let kept = self.stderr.lock().unwrap_or_else(|p| p.into_inner());
+        String::from_utf8_lossy(&kept[kept.len().saturating_sub(STDERR_KEPT)..]).into_owned()
     }
 
-    /// How the server's own process ended, if it has.
     pub(crate) fn status(&self) -> Option<ExitStatus> {
         self.leader.status()
     }
 
-    /// Waits up to `within` for the server's process to end and its stderr
-    /// to reach its end (a dying server's last words come a moment after
-    /// its stdout closed); how it ended, if it did.
+    /// Waits up to `within` for the server and its stderr to end; how it ended.
     pub(crate) async fn last_words(&self, within: Duration) -> Option<ExitStatus> {
         let deadline = Instant::now() + within;
         let _ = timeout_at(deadline, self.leader.exited()).await;
@@ -136,16 +115,14 @@ impl ServerProcess {
         self.status()
     }
 
-    /// Kills the server's group and waits up to `within` for its end.
     pub(crate) async fn end(&self, within: Duration) {
         self.leader.signal_group(Signal::KILL);
         self.last_words(within).await;
     }
 
-    /// Ends the server after its stdin was closed: waits `grace` for it to
-    /// leave, asks its group to terminate, waits `term_grace` for the
-    /// server, kills its group, and reaps the server (waiting for that up to
-    /// 5 s: a process stuck in the kernel is reaped later, once it ends).
+    /// Ends the server after its stdin was closed: `grace` for it to leave,
+    /// SIGTERM to its group, `term_grace`, SIGKILL, reaped (awaited 5 s at
+    /// most: one stuck in the kernel is reaped when it ends).
     pub(crate) async fn stop(&self, grace: Duration, term_grace: Duration) {
         let leader = &self.leader;
         let left = timeout(grace, leader.exited()).await.is_ok();
@@ -166,14 +143,12 @@ impl ServerProcess {
 
 impl Drop for ServerProcess {
     fn drop(&mut self) {
-        // Synchronous on purpose: no task may be spawned here, and the
-        // runtime may be gone. The watcher reaps the leader once it ends.
+        // Synchronous: the runtime may be gone; the watcher reaps the leader.
         self.leader.signal_group(Signal::KILL);
     }
 }
 
-/// Spawns `exec` on the spawner thread (see the module's documentation),
-/// awaited without blocking.
+/// Spawns `exec` on the spawner thread, awaited without blocking.
 async fn on_spawner_thread(exec: spawn::Exec) -> io::Result<(Leader, [std::os::fd::OwnedFd; 3])> {
     let (done, spawned) = oneshot::channel();
     spawner(Box::new(move || drop(done.send(spawn::spawn(&exec)))))?;
@@ -181,9 +156,8 @@ async fn on_spawner_thread(exec: spawn::Exec) -> io::Result<(Leader, [std::os::f
     spawned.await.map_err(|_| failed())?
 }
 
-/// Runs `job` on the spawner thread, started on first use. A job that
-/// panics ends itself only: the thread, and with it the parent-death
-/// signal of every server it started, lives on.
+/// Runs `job` on the spawner thread, started on first use; a job that panics
+/// ends itself only (the parent-death signals are the thread's).
 fn spawner(job: Job) -> io::Result<()> {
     static SPAWNER: OnceLock<Option<mpsc::Sender<Job>>> = OnceLock::new();
     let jobs = SPAWNER.get_or_init(|| {
@@ -207,22 +181,3 @@ type Job = Box<dyn FnOnce() + Send>;
 
 #[cfg(test)]
 mod spawn_tests;
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_ring_keeps_only_the_last_bytes() {
-        let ring = StderrRing::default();
-        ring.push(b"hello ");
-        ring.push(b"world");
-        assert_eq!(ring.tail(), "hello world");
-        ring.push(&vec![b'x'; STDERR_KEPT - 3]);
-        let tail = ring.tail();
-        assert_eq!(tail.len(), STDERR_KEPT);
-        assert!(tail.starts_with("rldxxx"), "{}", &tail[..10]);
-        ring.push(&vec![b'y'; 3 * STDERR_KEPT]);
-        assert_eq!(ring.tail(), "y".repeat(STDERR_KEPT));
-    }
-}

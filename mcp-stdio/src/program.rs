@@ -16,11 +16,9 @@ use spear_capabilities::KindSettings;
 
 use crate::ServerConfig;
 
-/// A server's whole environment.
 pub(crate) type Env = BTreeMap<OsString, OsString>;
 
-/// The server's environment: `PATH` and `HOME` as `ours` has them, then the
-/// entry's `env`, which wins.
+/// `PATH` and `HOME` as `ours` has them, then the entry's `env`, which wins.
 pub(crate) fn environment(config: &ServerConfig, ours: impl Fn(&str) -> Option<OsString>) -> Env {
     let inherited = ["PATH", "HOME"]
         .into_iter()
@@ -30,8 +28,7 @@ pub(crate) fn environment(config: &ServerConfig, ours: impl Fn(&str) -> Option<O
         .collect()
 }
 
-/// A program as a start runs it: the name in messages (the path tried, or
-/// the bare name), and each path to try in turn.
+/// A program: its name in messages, and each path to try in turn.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Program {
     pub(crate) shown: PathBuf,
@@ -39,8 +36,7 @@ pub(crate) struct Program {
 }
 
 impl Program {
-    /// Resolves `name` for a server with environment `env`, relative paths
-    /// from `base`. An empty `PATH` entry is the working folder.
+    /// Resolves `name` in `env`, a relative path from `base`.
     pub(crate) fn resolve(name: &str, base: &Path, env: &Env) -> Self {
         if name.contains('/') {
             let path = base.join(name);
@@ -63,35 +59,28 @@ impl Program {
     }
 
     /// Whether a start could run it, as execvp(3) decides: the first
-    /// candidate that is an executable file wins; a missing one is skipped
-    /// (a path's error is its own); one found but not executable (or a
-    /// folder) makes it "Permission denied".
+    /// executable file wins; one found but not executable (or a folder)
+    /// makes it "Permission denied".
     pub(crate) fn runnable(&self) -> io::Result<()> {
-        let (mut denied, mut last) = (false, io::Error::from_raw_os_error(libc::ENOENT));
+        let (mut denied, mut last) = (None, io::Error::from_raw_os_error(libc::ENOENT));
         for candidate in &self.candidates {
             match std::fs::metadata(candidate) {
                 Ok(m) if !m.is_dir() && m.permissions().mode() & 0o111 != 0 => return Ok(()),
-                Ok(_) => denied = true,
-                Err(e) if e.raw_os_error() == Some(libc::EACCES) => denied = true,
+                Ok(_) => denied = Some(io::Error::from_raw_os_error(libc::EACCES)),
+                Err(e) if e.raw_os_error() == Some(libc::EACCES) => denied = Some(e),
                 Err(e) => last = e,
             }
         }
-        Err(if denied {
-            io::Error::from_raw_os_error(libc::EACCES)
-        } else {
-            last
-        })
+        Err(denied.unwrap_or(last))
     }
 
-    /// The message of a start that cannot run it.
     pub(crate) fn cannot_start(&self, e: &io::Error) -> String {
         format!("cannot start `{}`: {e}", self.shown.display())
     }
 }
 
-/// The kind's `check`: why the server of an entry with `settings` cannot be
-/// started, in the words a start uses (settings that do not validate are
-/// not this check's).
+/// The kind's `check`: why the server of an entry cannot start, in the
+/// start's words (settings that do not validate are not this check's).
 pub(crate) fn check(settings: &KindSettings, base: &Path) -> Result<(), String> {
     let Ok(config) = ServerConfig::from_settings(settings) else {
         return Ok(());

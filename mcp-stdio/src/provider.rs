@@ -25,17 +25,16 @@ pub const PROTOCOL_VERSION: &str = "2025-06-18";
 /// How long one request of a start may take when the entry gives no timeout.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// How long a failure of a server whose stdout closed waits for its exit
-/// and its last words on stderr, which come a moment after.
+/// How long the failure of a server whose stdout closed waits for its exit
+/// and last words on stderr.
 const LAST_WORDS: Duration = Duration::from_millis(250);
 
 /// How a provider is run: its limits and the pace of its shutdown.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Options {
-    /// How long each request of the start (`initialize`, each `tools/list`
-    /// page) may take. A call has none here: its caller keeps its deadline
-    /// (`Provider`'s contract).
+    /// How long each request of the start (`initialize`, each page of
+    /// `tools/list`) may take; a call's deadline is its caller's.
     pub timeout: Duration,
     /// The longest line accepted from the server.
     pub max_line: usize,
@@ -85,14 +84,12 @@ pub struct McpProvider {
     id: String,
     connection: Arc<Connection>,
     process: ServerProcess,
-    /// The server's name and version.
     server: (String, String),
-    /// Whether the server declared the `tools` capability: MCP lets a
-    /// client use only what was negotiated.
+    /// Whether the server declared the `tools` capability (MCP: use only
+    /// what was negotiated).
     offers_tools: bool,
     options: Options,
-    /// Set as shutdown begins: from then on every use is `ShutDown`, even
-    /// of a provider that had failed for another reason before.
+    /// Set as shutdown begins: from then on every use is `ShutDown`.
     shut_down: AtomicBool,
     stopped: OnceCell<()>,
 }
@@ -104,9 +101,8 @@ impl McpProvider {
     /// [`Error::Start`] when the command cannot be spawned or refuses to
     /// initialize; [`Error::Protocol`] when it answers another protocol
     /// version or breaks the framing; [`Error::Timeout`] or
-    /// [`Error::Crashed`] when it does not answer. A server whose start
-    /// failed is ended at once (SIGKILL to its group): the error is
-    /// returned when the failure happens, with what it wrote on stderr.
+    /// [`Error::Crashed`] when it does not answer. The server is then ended
+    /// at once (SIGKILL to its group).
     ///
     /// # Cancel safety
     /// Dropping the future kills the server's process group.
@@ -134,16 +130,13 @@ impl McpProvider {
         let Err(failure) = provider.initialize().await else {
             return Ok(provider);
         };
-        // How a server whose stdout closed ended is read before it is
-        // killed; the error then carries what it wrote on stderr before the
-        // answer that failed the start, however far the drain had got.
+        // How it ended is read before it is killed, then its stderr to its end.
         let status = provider.last_words(&failure).await;
         provider.process.end(LAST_WORDS).await;
         Err(provider.error(failure, "", status))
     }
 
-    /// The handshake: the server's name and version, and whether it
-    /// declared the `tools` capability.
+    /// The handshake.
     async fn initialize(&mut self) -> Result<(), Failure> {
         let client = json!({"name": "spear-capabilities", "version": env!("CARGO_PKG_VERSION")});
         let params =
@@ -178,8 +171,7 @@ impl McpProvider {
         Ok(())
     }
 
-    /// What the connection saw besides answers: junk lines, notifications,
-    /// server requests, stray answers.
+    /// What the connection saw besides answers.
     pub fn stats(&self) -> Stats {
         self.connection.stats()
     }
@@ -189,8 +181,7 @@ impl McpProvider {
         self.process.pid()
     }
 
-    /// How the server ended, when `failure` is its stdout closing: a dying
-    /// server's exit and last words on stderr come a moment after.
+    /// How the server ended, when `failure` is its stdout closing.
     async fn last_words(&self, failure: &Failure) -> Option<ExitStatus> {
         match failure {
             Failure::Closed(_) => self.process.last_words(LAST_WORDS).await,
@@ -198,9 +189,8 @@ impl McpProvider {
         }
     }
 
-    /// The error for `failure` during a request for `tool` (empty outside
-    /// calls), with the stderr tail as it is now: a shutdown once shutdown
-    /// began; a closed stdout as how the process ended (`status`), if it did.
+    /// The error for `failure` in a request for `tool` (empty outside calls):
+    /// a closed stdout told as how the process ended (`status`), if it did.
     fn error(&self, failure: Failure, tool: &str, status: Option<ExitStatus>) -> Error {
         let still = |what| format!("it {what} but is still running");
         let failure = match failure {
@@ -304,8 +294,7 @@ impl Provider for McpProvider {
         Err(self.error(failure, &request.tool, status))
     }
 
-    /// The connection's failure, if it failed: the server exited or closed
-    /// its stdout, broke the protocol, or a request of its start timed out.
+    /// The connection's failure, if it failed.
     fn failure(&self) -> Option<Error> {
         Some(self.error(self.connection.failure()?, "", self.process.status()))
     }

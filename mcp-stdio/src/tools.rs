@@ -1,12 +1,8 @@
-//! A `tools/list` listing as the server offered it.
-//!
-//! The client reads each offered tool into the core's [`ToolSpec`] and keeps
-//! the server's order; it does not judge names, duplicates or schemas: the
-//! gateway admits tools the same way for every kind
-//! (`spear_capabilities::admission`). An entry that is not a tool at all (not
-//! an object, without a string `name`, or that cannot be read) is reported
-//! as rejected. Each tool is read straight from the page's text into its
-//! spec, without a `Value` of the page or of the tool.
+//! A `tools/list` listing as the server offered it, in its order, each tool
+//! read straight from the page's text into the core's [`ToolSpec`]. Names,
+//! duplicates and schemas are the gateway's to judge, for every kind
+//! (`spear_capabilities::admission`); an entry that is not a tool at all
+//! (not an object, no string `name`, unreadable) is reported as rejected.
 
 use std::fmt;
 
@@ -30,16 +26,13 @@ const CURSOR_NOT_STRING: &str = "a nextCursor is not a string";
 const NOT_AN_OBJECT: &str = "the tool is not a JSON object";
 const NO_NAME: &str = "the tool has no name";
 
-/// The tools read so far from the pages of one listing, in the server's
-/// order, and how many entries were offered, tools or not (the bound is on
-/// these).
+/// The tools read so far, and how many entries were offered (the bound).
 #[derive(Debug, Default, Clone, PartialEq)]
 pub(crate) struct Listing {
     pub(crate) list: ToolList,
     pub(crate) offered: usize,
 }
 
-/// A page: a member given twice makes it unreadable.
 #[derive(Deserialize)]
 struct Page<'a> {
     #[serde(borrow, default)]
@@ -66,27 +59,18 @@ struct Tool {
     output_schema: Option<Value>,
 }
 
-/// Reads one `tools/list` result (its JSON text) into `listing`, and returns
-/// the cursor of the next page, or `None` after the last.
-///
-/// # Errors
-/// The protocol fault, worded for the operator: the page cannot be read or
-/// has no `tools` array, the listing went past [`MAX_TOOLS`], or
-/// `nextCursor` is not a string.
+/// Reads one `tools/list` result into `listing`; the next page's cursor, or
+/// `None` after the last, or the protocol fault, worded for the operator.
 pub(crate) fn read_page(json: &str, listing: &mut Listing) -> Result<Option<String>, String> {
     if !json.starts_with('{') {
         return Err(NO_TOOLS.into());
     }
-    let page: Page<'_> =
-        serde_json::from_str(json).map_err(|e| format!("a tools/list page cannot be read: {e}"))?;
-    let tools = page
-        .tools
-        .filter(|t| t.get().starts_with('['))
-        .ok_or(NO_TOOLS)?;
-    let mut tools = serde_json::Deserializer::from_str(tools.get());
-    tools
-        .deserialize_seq(Entries(listing))
-        .map_err(|e| format!("a tools/list page cannot be read: {e}"))?;
+    let unreadable = |e| format!("a tools/list page cannot be read: {e}");
+    let page: Page<'_> = serde_json::from_str(json).map_err(unreadable)?;
+    let array = |tools: &&RawValue| tools.get().starts_with('[');
+    let tools = page.tools.filter(array).ok_or(NO_TOOLS)?;
+    let mut seq = serde_json::Deserializer::from_str(tools.get());
+    seq.deserialize_seq(Entries(listing)).map_err(unreadable)?;
     if listing.offered > MAX_TOOLS {
         return Err(format!("the server offers more than {MAX_TOOLS} tools"));
     }
@@ -131,9 +115,9 @@ fn read_tool(entry: &RawValue) -> Result<ToolSpec, String> {
     if !entry.get().starts_with('{') {
         return Err(NOT_AN_OBJECT.into());
     }
-    let tool: Tool =
-        serde_json::from_str(entry.get()).map_err(|e| format!("the tool cannot be read: {e}"))?;
-    let name = tool.name.ok_or_else(|| NO_NAME.to_owned())?;
+    let unreadable = |e| format!("the tool cannot be read: {e}");
+    let tool: Tool = serde_json::from_str(entry.get()).map_err(unreadable)?;
+    let name = tool.name.ok_or(NO_NAME)?;
     // A missing schema is the gateway's to refuse, with its reason.
     let mut spec = ToolSpec::new(name, tool.input_schema.unwrap_or(Value::Null));
     // The operator's hint, never a class (the core's `read` decides).

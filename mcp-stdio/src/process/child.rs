@@ -24,7 +24,7 @@ use tokio::sync::watch;
 /// A child of this process, the leader of its own process group.
 #[derive(Debug)]
 pub(super) struct Leader {
-    pid: Pid,
+    pub(super) pid: Pid,
     pidfd: OwnedFd,
     state: Mutex<State>,
     /// Set once the leader is seen to have ended.
@@ -47,8 +47,8 @@ impl AsRawFd for Leader {
 }
 
 impl Leader {
-    /// The child `pid` behind `pidfd`; an error, the child killed and
-    /// reaped, where the kernel cannot wait on a pidfd (before Linux 5.4).
+    /// The child behind `pidfd`; before Linux 5.4 (no waiting on a pidfd),
+    /// an error, the child killed and reaped.
     pub(super) fn new(pid: Pid, pidfd: OwnedFd) -> io::Result<Self> {
         let (state, ended) = (Mutex::default(), watch::Sender::new(false));
         let leader = Leader {
@@ -67,26 +67,14 @@ impl Leader {
         Err(io::Error::other(why))
     }
 
-    /// The leader's pid, which is also its process group id.
-    pub(super) fn pid(&self) -> Pid {
-        self.pid
-    }
-
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// `waitid` on the pidfd for an exit, without blocking, with `flags`.
+    /// `waitid` for an exit, never blocking (so never interrupted).
     fn wait(&self, flags: Wait) -> rustix::io::Result<Option<ExitStatus>> {
-        loop {
-            match waitid(
-                WaitId::PidFd(self.pidfd.as_fd()),
-                Wait::EXITED | Wait::NOHANG | flags,
-            ) {
-                Err(Errno::INTR) => continue,
-                waited => return waited.map(|s| s.map(exit_status)),
-            }
-        }
+        let flags = Wait::EXITED | Wait::NOHANG | flags;
+        Ok(waitid(WaitId::PidFd(self.pidfd.as_fd()), flags)?.map(exit_status))
     }
 
     /// Under the lock: whether the leader has ended (reaped if its group
@@ -95,11 +83,8 @@ impl Leader {
         if state.reaped {
             return;
         }
-        match self.wait(if state.killed {
-            Wait::empty()
-        } else {
-            Wait::NOWAIT
-        }) {
+        let reap = state.killed.then_some(Wait::empty());
+        match self.wait(reap.unwrap_or(Wait::NOWAIT)) {
             Ok(None) => return,
             Ok(Some(status)) => (state.status, state.reaped) = (Some(status), state.killed),
             Err(_) => state.reaped = true,
@@ -118,7 +103,6 @@ impl Leader {
         }
     }
 
-    /// How the leader ended, if it has.
     pub(super) fn status(&self) -> Option<ExitStatus> {
         let mut state = self.lock();
         self.update(&mut state);
@@ -130,13 +114,12 @@ impl Leader {
         self.lock().reaped
     }
 
-    /// Waits until the leader is seen to end.
     pub(super) async fn exited(&self) {
         let _ = self.ended.subscribe().wait_for(|ended| *ended).await;
     }
 
-    /// Ends the group and reaps the leader here and now, where nothing can
-    /// await it: waits a second at most for the SIGKILL to land.
+    /// Ends the group and reaps the leader now, where nothing can await it
+    /// (a second at most for the SIGKILL to land).
     fn end_now(&self) {
         self.signal_group(Signal::KILL);
         if !self.lock().reaped {
@@ -159,7 +142,6 @@ impl Drop for Leader {
     }
 }
 
-/// `leader`'s pidfd, registered with the current runtime for [`watch`].
 #[allow(unsafe_code)]
 pub(super) fn register(leader: &Arc<Leader>) -> io::Result<AsyncFd<Arc<Leader>>> {
     // SAFETY: the descriptor is the leader's pidfd, an `OwnedFd` it never
@@ -169,9 +151,8 @@ pub(super) fn register(leader: &Arc<Leader>) -> io::Result<AsyncFd<Arc<Leader>>>
     Ok(unsafe { AsyncFd::register_with_interest(Arc::clone(leader), interest) }?)
 }
 
-/// Watches the leader through its pidfd until it has ended (reaped if its
-/// group was sent SIGKILL by then; else whoever sends it reaps it).
-/// Dropped before that (its runtime shut down, polled or not), it ends the
+/// Watches the leader until it has ended (reaped if its group was sent
+/// SIGKILL by then). Dropped before (its runtime shut down), it ends the
 /// group and reaps the leader at once, as tokio's `kill_on_drop` does.
 pub(super) fn watch(pidfd: AsyncFd<Arc<Leader>>) -> impl Future<Output = ()> + Send {
     let unwatched = Unwatched(Some(Arc::clone(pidfd.get_ref())));

@@ -28,17 +28,14 @@ use crate::program::{Env, Program};
 #[cfg(any(target_arch = "mips", target_arch = "mips64"))]
 compile_error!("the spawn's signal mask assumes the kernel's 8-byte signal set");
 
-/// The child's stack, as glibc's `posix_spawn` gives it (no guard page):
-/// its frames are a few hundred bytes, `execve` reads from our memory.
+/// The child's stack, as glibc's `posix_spawn` sizes it (no guard page).
 const STACK: usize = 64 * 1024;
 
-/// The command as the child needs it, each part a C string: where to look
-/// for the program, in order, its argv and its whole environment.
+/// The command as the child needs it: the program's candidates, argv, envp.
 #[derive(Debug)]
 pub(super) struct Exec([Vec<CString>; 3]);
 
 impl Exec {
-    /// `program`, its `args` and the child's whole environment.
     pub(super) fn new(program: &Program, args: &[String], env: Env) -> io::Result<Self> {
         let c = |s: &OsStr| CString::new(s.as_bytes()).map_err(io::Error::other);
         let pairs = env.into_iter().map(|(mut pair, value)| {
@@ -63,8 +60,7 @@ struct ChildArgs {
     /// The child's ends of the pipes, for its fds 0, 1 and 2; all above 2.
     fds: [c_int; 3],
     parent: libc::pid_t,
-    /// The highest descriptor open at the spawn, for kernels without
-    /// `close_range` (before 5.9); -1 where it is not needed.
+    /// Where to close up to without `close_range` (before 5.9), else -1.
     highest_fd: c_int,
     /// Why the child did not reach the server's code (an errno), 0 if it did.
     errno: AtomicI32,
@@ -73,22 +69,18 @@ struct ChildArgs {
 /// A pipe whose `child` end is a descriptor above 2 (so that the dup2s
 /// onto 0, 1 and 2 cannot overwrite one another), both ends close-on-exec.
 fn pipe(child_reads: bool) -> io::Result<(OwnedFd, OwnedFd)> {
-    let (read, write) = pipe_with(PipeFlags::CLOEXEC)?;
-    let (parent, child) = if child_reads {
-        (write, read)
-    } else {
-        (read, write)
-    };
+    let (mut parent, mut child) = pipe_with(PipeFlags::CLOEXEC)?;
+    if child_reads {
+        std::mem::swap(&mut parent, &mut child);
+    }
     match child.as_raw_fd() {
         0..3 => Ok((parent, rustix::io::fcntl_dupfd_cloexec(&child, 3)?)),
         _ => Ok((parent, child)),
     }
 }
 
-/// Starts `exec` in a process group of its own with the parent-death signal
-/// set to SIGKILL; returns it with our ends of its stdin, stdout and
-/// stderr. The error is why exec failed, as execvp(3) gives it. Called on
-/// the spawner thread.
+/// Starts `exec` (on the spawner thread); returns it with our ends of its
+/// stdin, stdout and stderr, or why exec failed, as execvp(3) says it.
 pub(super) fn spawn(exec: &Exec) -> io::Result<(Leader, [OwnedFd; 3])> {
     let [(stdin, child_in), (stdout, child_out), (stderr, child_err)] =
         [pipe(true)?, pipe(false)?, pipe(false)?];
@@ -102,10 +94,9 @@ pub(super) fn spawn(exec: &Exec) -> io::Result<(Leader, [OwnedFd; 3])> {
         exec: pointers.each_ref().map(|p| p.as_ptr()),
         fds: [&child_in, &child_out, &child_err].map(AsRawFd::as_raw_fd),
         parent: getpid().as_raw_nonzero().get(),
-        highest_fd: if close_range_works() {
-            -1
-        } else {
-            highest_fd()
+        highest_fd: match close_range_works() {
+            true => -1,
+            false => highest_fd(),
         },
         errno: AtomicI32::new(0),
     };
@@ -128,8 +119,7 @@ pub(super) fn spawn(exec: &Exec) -> io::Result<(Leader, [OwnedFd; 3])> {
     }
 }
 
-/// One clone; returns the child's pid and pidfd once it has exec'd or
-/// exited (CLONE_VFORK).
+/// One clone: the child's pid and pidfd, once it has exec'd or exited.
 fn clone(args: &ChildArgs) -> io::Result<(libc::pid_t, OwnedFd)> {
     let mut stack = vec![0u128; STACK / 16];
     let mut pidfd: c_int = -1;
@@ -157,11 +147,10 @@ fn clone(args: &ChildArgs) -> io::Result<(libc::pid_t, OwnedFd)> {
     Ok((pid, unsafe { OwnedFd::from_raw_fd(pidfd) }))
 }
 
-/// The child, from clone to exec, in the parent's memory while the
-/// embedder's other threads run: so it allocates nothing and takes no lock
-/// (another thread may hold the allocator's), makes only raw system calls,
-/// and writes only to its own stack, `ChildArgs::errno` and the errno of
-/// the suspended thread, whose thread pointer it shares.
+/// The child, from clone to exec, in our memory while the embedder's other
+/// threads run: it allocates nothing, takes no lock (another thread may hold
+/// the allocator's) and writes only to its stack, `ChildArgs::errno` and the
+/// suspended thread's errno (it shares its thread pointer).
 extern "C" fn child_main(arg: *mut c_void) -> c_int {
     // SAFETY: `arg` is the suspended thread's `ChildArgs`, alive and
     // unchanged until we exec or exit. Every call below is async-signal-safe
@@ -245,19 +234,17 @@ fn close_range_works() -> bool {
     })
 }
 
-/// The highest descriptor open now (`/proc/self/fd`), so that the child's
-/// fallback closes as many as are open, not as many as may be; one another
-/// thread opens meanwhile without close-on-exec is the race every fork has.
+/// The highest descriptor open now, so that the fallback closes as many as
+/// are open (one another thread opens meanwhile without close-on-exec is
+/// the race every fork has).
 fn highest_fd() -> c_int {
     let open = std::fs::read_dir("/proc/self/fd").into_iter().flatten();
     let numbers = open.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok());
     numbers.max().unwrap_or(1024)
 }
 
-/// Sets this thread's signal mask (one bit a signal, 1 to 64: the kernel's
-/// whole set here) through the raw system call, which, unlike
-/// `pthread_sigmask`, also sets glibc's internal signals; returns the mask
-/// it replaced. Async-signal-safe.
+/// Sets this thread's signal mask (bits for signals 1 to 64) by the raw
+/// system call, which sets glibc's own signals too; returns the old one.
 fn set_mask(mask: u64) -> io::Result<u64> {
     let mut old = 0u64;
     // SAFETY: rt_sigprocmask(2) reads and writes two 8-byte sets we own;
@@ -271,11 +258,7 @@ fn set_mask(mask: u64) -> io::Result<u64> {
             8usize,
         )
     };
-    if r == 0 {
-        Ok(old)
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    (r == 0).then_some(old).ok_or_else(io::Error::last_os_error)
 }
 
 #[cfg(test)]
@@ -316,7 +299,7 @@ mod tests {
         let args = ["-c".to_owned(), "exit 3".to_owned()];
         let exec = Exec::new(&program, &args, Env::new()).expect("exec");
         let (leader, _pipes) = spawn(&exec).expect("spawned");
-        let pid = leader.pid();
+        let pid = leader.pid;
         let stat = || std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         while leader.status().is_none() && std::time::Instant::now() < deadline {

@@ -336,3 +336,18 @@ async fn with_no_path_of_ours_the_check_and_the_start_agree() {
         missing.cannot_start(&started)
     );
 }
+
+/// However much a server writes on stderr, the last `STDERR_KEPT` bytes
+/// are what its errors carry.
+#[tokio::test]
+async fn only_the_last_bytes_of_stderr_are_kept() {
+    let script = "head -c 300000 /dev/zero | tr '\\0' x >&2; printf end >&2";
+    let (process, _stdin, _stdout) =
+        ServerProcess::spawn(&config(&["sh", "-c", script], &[]), Path::new("/"))
+            .await
+            .expect("spawned");
+    let _ = process.last_words(Duration::from_secs(10)).await;
+    let tail = process.stderr_tail();
+    assert_eq!(tail.len(), super::STDERR_KEPT);
+    assert!(tail.ends_with("xxend"), "{}", &tail[tail.len() - 10..]);
+}
