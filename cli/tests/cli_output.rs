@@ -345,13 +345,8 @@ fn with_path_unset_check_and_the_start_agree() {
     );
     let file = file.to_str().expect("utf8");
     let without_path = |args: &[&str]| {
-        Command::new(CLI)
-            .args(args)
+        common::command(args)
             .env_remove("PATH")
-            .env_remove("SPEAR_CAPABILITIES_FILE")
-            .env_remove("NO_COLOR")
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
             .output()
             .expect("runs")
     };

@@ -65,13 +65,26 @@ async fn an_unreadable_answer_to_a_pending_call_fails_it_at_once() {
             "control character (\\u0000-\\u001F) found while parsing a string",
         ),
     ];
+    let cases = cases.map(|(tool, bytes, why)| {
+        let unreadable = "the server's answer to this call cannot be read: ";
+        let fits = move |r: &str| r.starts_with(unreadable) && r.contains(why);
+        (tool, json!({"bytes": bytes}), fits)
+    });
+    each_answer_fails_its_call_at_once(&cases).await;
+}
+
+/// Plays each case's action as the answer to a call of its tool: the call
+/// fails at once as unreadable, with a reason `fits` accepts; the line is
+/// counted as junk, the provider has not failed and answers the next call.
+async fn each_answer_fails_its_call_at_once(cases: &[(&str, Value, impl Fn(&str) -> bool)]) {
     let mut calls = serde_json::Map::new();
-    for (tool, bytes, _) in &cases {
-        calls.insert((*tool).into(), json!([{"bytes": bytes}]));
+    for (tool, action, _) in cases {
+        calls.insert((*tool).into(), json!([action]));
     }
     calls.insert("good".into(), json!([{"result": text("fine")}]));
     let (p, _dir) = script(Value::Object(calls)).await;
-    for (n, (tool, _, why)) in cases.into_iter().enumerate() {
+    for (n, (tool, _, fits)) in cases.iter().enumerate() {
+        // A call that waited for any timeout would fail the test.
         let err = tokio::time::timeout(Duration::from_secs(10), p.call_tool(call(tool)))
             .await
             .expect("failed at once, not at the caller's deadline")
@@ -79,11 +92,7 @@ async fn an_unreadable_answer_to_a_pending_call_fails_it_at_once() {
         let Error::CallUnreadable { reason, .. } = &err else {
             panic!("{tool}: {err:?}")
         };
-        assert!(
-            reason.starts_with("the server's answer to this call cannot be read: ")
-                && reason.contains(why),
-            "{tool}: {reason}"
-        );
+        assert!(fits(reason), "{tool}: {reason}");
         assert!(p.failure().is_none(), "{tool}: {:?}", p.failure());
         assert_eq!(p.stats().junk_lines, n as u64 + 1, "{tool}");
         let next = p
@@ -92,6 +101,7 @@ async fn an_unreadable_answer_to_a_pending_call_fails_it_at_once() {
             .expect("the next call succeeds");
         assert_eq!(next.joined_text(), "fine");
     }
+    assert_eq!(p.stats().stray_answers, 0);
     let pid = p.pid();
     p.shutdown().await.expect("shutdown");
     assert_gone(pid);
@@ -166,39 +176,13 @@ async fn a_malformed_answer_to_a_pending_call_fails_it_at_once() {
             "it is not JSON-RPC 2.0",
         ),
     ];
-    let mut calls = serde_json::Map::new();
-    for (tool, raw, _) in cases {
-        calls.insert(tool.into(), json!([{"raw": format!("{raw}\n")}]));
-    }
-    calls.insert("good".into(), json!([{"result": text("fine")}]));
-    // A timeout far past the test's own bound: a call that waited for it
-    // would fail the test.
-    let (p, _dir) = script(Value::Object(calls)).await;
-    for (n, (tool, _, why)) in cases.into_iter().enumerate() {
-        let err = tokio::time::timeout(Duration::from_secs(10), p.call_tool(call(tool)))
-            .await
-            .expect("failed at once, not at the timeout")
-            .expect_err("malformed");
-        let Error::CallUnreadable { reason, .. } = &err else {
-            panic!("{tool}: {err:?}")
-        };
-        assert_eq!(
-            reason,
-            &format!("the server's answer to this call is not valid JSON-RPC: {why}"),
-            "{tool}"
-        );
-        assert!(p.failure().is_none(), "{tool}: {:?}", p.failure());
-        assert_eq!(p.stats().junk_lines, n as u64 + 1, "{tool}");
-        let next = p
-            .call_tool(call("good"))
-            .await
-            .expect("the next call succeeds");
-        assert_eq!(next.joined_text(), "fine");
-    }
-    assert_eq!(p.stats().stray_answers, 0);
-    let pid = p.pid();
-    p.shutdown().await.expect("shutdown");
-    assert_gone(pid);
+    let cases = cases.map(|(tool, raw, why)| {
+        let reason = format!("the server's answer to this call is not valid JSON-RPC: {why}");
+        (tool, json!({"raw": format!("{raw}\n")}), move |r: &str| {
+            r == reason
+        })
+    });
+    each_answer_fails_its_call_at_once(&cases).await;
 }
 
 /// MCP lifecycle: only negotiated capabilities are used. A server whose

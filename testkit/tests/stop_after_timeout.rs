@@ -70,11 +70,7 @@ async fn a_close_cancels_a_call_in_flight_with_the_server_and_says_its_outcome_i
     let invoked = b.sink.named("capability_invoked");
     assert_eq!(invoked.len(), 1, "{invoked:?}");
     assert_eq!(invoked[0]["outcome"], "closed");
-    let received: Vec<serde_json::Value> = std::fs::read_to_string(&log)
-        .expect("log")
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
+    let received = received(&log);
     let call = received
         .iter()
         .find(|m| m["method"] == "tools/call" && m["params"]["name"] == "hang")
@@ -112,11 +108,7 @@ async fn a_call_that_times_out_is_cancelled_and_fails_the_provider() {
     let later = invoke(&turn, "hostile/fail", json!({})).await;
     assert_eq!(later.status, AnswerStatus::Unavailable, "{}", later.text);
     b.session.close().await;
-    let received: Vec<serde_json::Value> = std::fs::read_to_string(&log)
-        .expect("log")
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
+    let received = received(&log);
     let hang = received
         .iter()
         .find(|m| m["params"]["name"] == "hang")
@@ -163,4 +155,12 @@ async fn each_call_gets_the_whole_timeout_from_when_it_is_sent() {
         "gave up after {waited:?}, long after {timeout:?}"
     );
     b.session.close().await;
+}
+
+/// Every JSON line the fixture received (`--log`).
+fn received(log: &std::path::Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(log).expect("log");
+    text.lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
 }

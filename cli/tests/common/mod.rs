@@ -52,14 +52,19 @@ pub fn text(b: &[u8]) -> String {
 /// Runs the CLI with `args`: no default capabilities file, no colour
 /// setting, no logging, stdin empty; stdout and stderr captured.
 pub fn cli(args: &[&str]) -> Output {
-    Command::new(CLI)
+    command(args).output().expect("runs")
+}
+
+/// The command [`cli`] runs, to change before it does.
+pub fn command(args: &[&str]) -> Command {
+    let mut command = Command::new(CLI);
+    command
         .args(args)
         .env_remove("SPEAR_CAPABILITIES_FILE")
         .env_remove("NO_COLOR")
         .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .output()
-        .expect("runs")
+        .stdin(Stdio::null());
+    command
 }
 
 /// The CLI's output under a pseudo-terminal (util-linux `script` gives it
