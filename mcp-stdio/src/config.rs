@@ -3,7 +3,8 @@
 use std::collections::BTreeMap;
 
 use serde_json::Value;
-use spear_capabilities::{EntryProblem, EntryProblemKind, KindSettings};
+use spear_capabilities::EntryProblemKind::{EmptyCommand, WrongType};
+use spear_capabilities::{EntryProblem, KindSettings};
 use spear_capabilities::{Fields, type_name};
 
 /// The keys this kind accepts besides the common ones.
@@ -51,28 +52,21 @@ impl ServerConfig {
         let mut command = Vec::new();
         match words {
             None => {}
-            Some(items) if items.is_empty() => fields.push(
-                EntryProblem::new("command", format!("is empty; {GIVE}"))
-                    .with_kind(EntryProblemKind::EmptyCommand),
-            ),
+            Some(items) if items.is_empty() => {
+                let empty = EntryProblem::new("command", format!("is empty; {GIVE}"));
+                fields.push(empty.with_kind(EmptyCommand));
+            }
             Some(items) => {
                 command = items
                     .iter()
-                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .filter_map(|v| Some(v.as_str()?.to_owned()))
                     .collect();
                 if let Some(bad) = items.iter().find(|v| !v.is_string()) {
-                    fields.push(
-                        EntryProblem::new(
-                            "command",
-                            format!("every word must be a string, found {}", type_name(bad)),
-                        )
-                        .with_kind(EntryProblemKind::WrongType),
-                    );
+                    let why = format!("every word must be a string, found {}", type_name(bad));
+                    fields.push(EntryProblem::new("command", why).with_kind(WrongType));
                 } else if command[0].is_empty() {
-                    fields.push(
-                        EntryProblem::new("command", "the program name is empty")
-                            .with_kind(EntryProblemKind::EmptyCommand),
-                    );
+                    let empty = EntryProblem::new("command", "the program name is empty");
+                    fields.push(empty.with_kind(EmptyCommand));
                 } else if command.iter().any(|w| w.contains('\0')) {
                     fields.problem("command", "a word contains a NUL character");
                 }
@@ -82,30 +76,19 @@ impl ServerConfig {
         let vars = fields.get("env", "an object of string values", Value::as_object);
         for (name, value) in vars.into_iter().flatten() {
             if name.is_empty() || name.contains('=') || name.contains('\0') {
-                fields.problem(
-                    "env",
-                    format!("{name:?} is not a variable name (empty, or has '=' or NUL)"),
-                );
+                let why = format!("{name:?} is not a variable name (empty, or has '=' or NUL)");
+                fields.problem("env", why);
             } else if let Some(v) = value.as_str() {
                 if v.contains('\0') {
-                    fields.problem(
-                        "env",
-                        format!("the value of {name:?} contains a NUL character"),
-                    );
+                    let why = format!("the value of {name:?} contains a NUL character");
+                    fields.problem("env", why);
                 } else {
                     env.insert(name.clone(), v.to_owned());
                 }
             } else {
-                fields.push(
-                    EntryProblem::new(
-                        "env",
-                        format!(
-                            "the value of {name:?} must be a string, found {}",
-                            type_name(value)
-                        ),
-                    )
-                    .with_kind(EntryProblemKind::WrongType),
-                );
+                let found = type_name(value);
+                let why = format!("the value of {name:?} must be a string, found {found}");
+                fields.push(EntryProblem::new("env", why).with_kind(WrongType));
             }
         }
         if fields.has_problems() {
@@ -120,6 +103,12 @@ impl ServerConfig {
 mod tests {
     use super::*;
     use serde_json::json;
+    use spear_capabilities::EntryProblemKind;
+
+    /// The kind's `validate`, as `KIND` has it.
+    fn validate(settings: &KindSettings) -> Vec<EntryProblem> {
+        (crate::KIND.validate)(settings)
+    }
 
     fn problems(v: Value) -> Vec<String> {
         let Value::Object(map) = v else {
