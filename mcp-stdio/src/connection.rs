@@ -209,6 +209,9 @@ impl Drop for Pending<'_> {
 
 /// One line as a [`WIRE`] event, cut at [`TRACE_LINE_KEPT`].
 fn wire(provider: &str, direction: &'static str, line: &[u8]) {
+    if !tracing::enabled!(target: WIRE, tracing::Level::TRACE) {
+        return;
+    }
     let kept = &line[..line.len().min(TRACE_LINE_KEPT)];
     let cut_at_bytes = (kept.len() < line.len()).then_some(TRACE_LINE_KEPT);
     let line = &*String::from_utf8_lossy(kept.strip_suffix(b"\r").unwrap_or(kept));
