@@ -300,7 +300,7 @@ fn stray(shared: &Connection, id: Option<u64>) {
         state.stats.stray_answers
     };
     if strays == 1 {
-        tracing::info!(target: "spear_mcp_stdio", provider = %shared.provider, "the server answers requests that are not pending (counted as stray_answers in the provider's info)");
+        tracing::info!(target: "spear_mcp_stdio", provider = %shared.provider, "the server answers requests that are not pending (counted as stray_answers in the provider's details of `spear-capabilities list --json`)");
     }
     tracing::debug!(target: "spear_mcp_stdio", provider = %shared.provider, id, strays, "stray answer");
 }
@@ -315,7 +315,7 @@ fn junk(shared: &Connection, line: &[u8]) {
         state.stats.junk_lines
     };
     if lines == 1 {
-        tracing::info!(target: "spear_mcp_stdio", provider = %shared.provider, "the server writes lines on stdout that are not JSON-RPC (counted as junk_lines in the provider's info)");
+        tracing::info!(target: "spear_mcp_stdio", provider = %shared.provider, "the server writes lines on stdout that are not JSON-RPC (counted as junk_lines in the provider's details of `spear-capabilities list --json`)");
     }
     tracing::debug!(target: "spear_mcp_stdio", provider = %shared.provider, lines, excerpt = ?cut, "junk line");
 }
