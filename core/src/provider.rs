@@ -342,7 +342,8 @@ impl ProviderInfo {
 ///   `connect` future releases what it started.
 ///
 /// `spear_testkit::conformance` holds every kind to this
-/// (`a_dropped_call_is_abandoned_alone`).
+/// (`a_call_has_no_deadline_of_the_kinds_own`,
+/// `a_dropped_call_is_abandoned_alone`).
 ///
 /// # Example
 ///

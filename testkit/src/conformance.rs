@@ -14,7 +14,9 @@
 //! [`script_mock`] sets a [`MockProvider`](crate::MockProvider) up that way;
 //! `spear-fixture-server` offers them as MCP tools. [`run_all`] runs every
 //! check, shutdown last. A check that names the calls it makes, such as
-//! [`a_dropped_call_is_abandoned_alone`], runs on any provider's own tools.
+//! [`a_dropped_call_is_abandoned_alone`] and
+//! [`a_call_has_no_deadline_of_the_kinds_own`], runs on any provider's own
+//! tools.
 
 use std::pin::pin;
 use std::time::Duration;
@@ -25,7 +27,7 @@ use spear_capabilities::{CallRequest, CallResult, Error, Provider};
 
 use crate::MockHandle;
 
-/// Scripts a mock provider to offer the three tools the suite calls.
+/// Scripts a mock provider to offer the four tools the suite calls.
 pub fn script_mock(handle: &MockHandle) {
     handle
         .add_simple_tool("echo", "Echoes its text", &["text"])
@@ -159,6 +161,28 @@ pub async fn a_dropped_call_is_abandoned_alone(
         .await
         .unwrap_or_else(|_| panic!("{}: the call after a dropped one waited", p.id()));
     answered.unwrap_or_else(|e| panic!("{}: the call after a dropped one failed: {e}", p.id()));
+    assert!(p.failure().is_none(), "{}: {:?}", p.id(), p.failure());
+}
+
+/// The contract's deadline (`Provider`'s `# Contract`): a call's deadline
+/// is its caller's, and a kind sets none of its own. `slow` is a call that
+/// takes longer than `start_timeout`, the one the provider was connected
+/// with (the only timeout a kind keeps): it is answered, and the provider
+/// has not failed.
+pub async fn a_call_has_no_deadline_of_the_kinds_own(
+    p: &dyn Provider,
+    slow: CallRequest,
+    start_timeout: Duration,
+) {
+    let began = std::time::Instant::now();
+    let answered = p.call_tool(slow).await;
+    let took = began.elapsed();
+    answered.unwrap_or_else(|e| panic!("{}: a call past the start timeout failed: {e}", p.id()));
+    assert!(
+        took > start_timeout,
+        "{}: the slow call took {took:?}, not past the start timeout of {start_timeout:?}",
+        p.id()
+    );
     assert!(p.failure().is_none(), "{}: {:?}", p.id(), p.failure());
 }
 
