@@ -71,17 +71,7 @@ async fn a_close_cancels_a_call_in_flight_with_the_server_and_says_its_outcome_i
     assert_eq!(invoked.len(), 1, "{invoked:?}");
     assert_eq!(invoked[0]["outcome"], "closed");
     let received = received(&log);
-    let call = received
-        .iter()
-        .find(|m| m["method"] == "tools/call" && m["params"]["name"] == "hang")
-        .expect("the call was sent");
-    assert!(
-        received
-            .iter()
-            .any(|m| m["method"] == "notifications/cancelled"
-                && m["params"]["requestId"] == call["id"]),
-        "{received:?}"
-    );
+    hang_was_sent_then_cancelled(&received);
 }
 
 /// A call's deadline is its caller's (`Provider`'s contract): past the
@@ -109,17 +99,7 @@ async fn a_call_that_times_out_is_cancelled_and_fails_the_provider() {
     assert_eq!(later.status, AnswerStatus::Unavailable, "{}", later.text);
     b.session.close().await;
     let received = received(&log);
-    let hang = received
-        .iter()
-        .find(|m| m["params"]["name"] == "hang")
-        .expect("hang was sent");
-    assert!(
-        received
-            .iter()
-            .any(|m| m["method"] == "notifications/cancelled"
-                && m["params"]["requestId"] == hang["id"]),
-        "{received:?}"
-    );
+    hang_was_sent_then_cancelled(&received);
     assert!(
         !received.iter().any(|m| m["params"]["name"] == "fail"),
         "sent after the provider failed"
@@ -155,6 +135,21 @@ async fn each_call_gets_the_whole_timeout_from_when_it_is_sent() {
         "gave up after {waited:?}, long after {timeout:?}"
     );
     b.session.close().await;
+}
+
+/// The fixture was sent a call of `hang`, then told it was cancelled.
+fn hang_was_sent_then_cancelled(received: &[serde_json::Value]) {
+    let call = received
+        .iter()
+        .find(|m| m["method"] == "tools/call" && m["params"]["name"] == "hang")
+        .expect("the call of hang was sent");
+    assert!(
+        received
+            .iter()
+            .any(|m| m["method"] == "notifications/cancelled"
+                && m["params"]["requestId"] == call["id"]),
+        "{received:?}"
+    );
 }
 
 /// Every JSON line the fixture received (`--log`).
