@@ -24,8 +24,9 @@ use std::path::Path;
 use spear_capabilities::{Audit, Error, Kinds, Registry};
 
 /// The `mcp-stdio` kind (crate `spear-mcp-stdio`): its limits
-/// (`MAX_LINE`, `MAX_PAGES`, ...), `trace_to` (every JSON-RPC line to a
-/// file, the CLI's `--trace`), without a dependency of the embedder's own.
+/// (`MAX_LINE`, `MAX_PAGES`, ...), `WIRE` (the `tracing` target of every
+/// JSON-RPC line, which the CLI's `--trace` writes out), without a
+/// dependency of the embedder's own.
 pub use spear_mcp_stdio as mcp_stdio;
 
 /// The names of the built-in kinds, sorted.

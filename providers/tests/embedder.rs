@@ -4,15 +4,12 @@
 //! kind's own items (`--trace`'s library side, its limits) and the call
 //! that makes the process non-dumpable.
 
-use std::path::Path;
-
 #[test]
-fn the_trace_and_the_mcp_stdio_limits_are_reachable_from_spear_providers() {
-    let trace_to: fn(&Path) -> std::io::Result<()> = spear_providers::mcp_stdio::trace_to;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let file = dir.path().join("trace.jsonl");
-    trace_to(&file).expect("the trace file");
-    assert!(file.exists());
+fn the_trace_target_and_the_mcp_stdio_limits_are_reachable_from_spear_providers() {
+    // `--trace`'s library side: the `tracing` target an embedder's
+    // subscriber takes the JSON-RPC lines from (the library writes no file).
+    assert_eq!(spear_providers::mcp_stdio::WIRE, "spear_mcp_stdio::wire");
+    assert_eq!(spear_providers::mcp_stdio::TRACE_LINE_KEPT, 64 * 1024);
     assert_eq!(spear_providers::mcp_stdio::MAX_LINE, 16 * 1024 * 1024);
     assert_eq!(spear_providers::mcp_stdio::NAME, "mcp-stdio");
 }
