@@ -1,29 +1,19 @@
 //! Frames: a result between markers that carry a fresh unpredictable token.
 //!
-//! Tokens are 128 bits from a ChaCha20 stream seeded once per thread with
-//! 256 bits from the OS RNG: a provider that sees any number of earlier
-//! tokens still cannot tell the next one. When the OS RNG cannot seed a
-//! thread's stream there is no frame at all ([`NoToken`]): a predictable
-//! token would let a result close its own frame.
+//! Each token is 128 bits read from the OS RNG for its frame alone: a
+//! provider that sees any number of earlier tokens still cannot tell the
+//! next one. When the OS RNG fails there is no frame at all ([`NoToken`]):
+//! a predictable token would let a result close its own frame.
 
 use std::borrow::Cow;
-use std::cell::RefCell;
-
-use rand_chacha::ChaCha20Rng;
-use rand_chacha::rand_core::{RngCore, SeedableRng};
 
 use super::MAX_RESULT_CHARS;
 use super::sanitise::{block, plain_byte};
 
-/// No frame could be made: the OS RNG gave no seed for an unpredictable token.
+/// No frame could be made: the OS RNG gave no bits for an unpredictable token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("no unpredictable frame token: the operating system's random number generator failed")]
 pub struct NoToken;
-
-thread_local! {
-    /// This thread's token generator, seeded from the OS on first use.
-    static TOKENS: RefCell<Option<ChaCha20Rng>> = const { RefCell::new(None) };
-}
 
 #[cfg(test)]
 thread_local! {
@@ -31,30 +21,20 @@ thread_local! {
     static OS_RNG_FAILS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-fn os_seed(seed: &mut [u8; 32]) -> Result<(), NoToken> {
+/// Fills `bits` from the OS RNG.
+fn os_random(bits: &mut [u8]) -> Result<(), NoToken> {
     #[cfg(test)]
     if OS_RNG_FAILS.with(std::cell::Cell::get) {
         return Err(NoToken);
     }
-    getrandom::fill(seed).map_err(|_| NoToken)
+    getrandom::fill(bits).map_err(|_| NoToken)
 }
 
 /// A fresh 128-bit token as 32 lower-case hex digits.
 fn token_hex() -> Result<[u8; 32], NoToken> {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut bits = [0u8; 16];
-    TOKENS.with(|cell| {
-        let mut rng = cell.borrow_mut();
-        if rng.is_none() {
-            let mut seed = [0u8; 32];
-            os_seed(&mut seed)?;
-            *rng = Some(ChaCha20Rng::from_seed(seed));
-        }
-        if let Some(rng) = rng.as_mut() {
-            rng.fill_bytes(&mut bits);
-        }
-        Ok::<(), NoToken>(())
-    })?;
+    os_random(&mut bits)?;
     let mut hex = [0u8; 32];
     for (pair, b) in hex.chunks_exact_mut(2).zip(bits) {
         pair[0] = HEX[usize::from(b >> 4)];
@@ -66,7 +46,7 @@ fn token_hex() -> Result<[u8; 32], NoToken> {
 /// A fresh 128-bit random token, as 32 hex digits.
 ///
 /// # Errors
-/// [`NoToken`] when the OS RNG cannot seed this thread's generator.
+/// [`NoToken`] when the OS RNG fails.
 pub fn fresh_token() -> Result<String, NoToken> {
     Ok(String::from_utf8_lossy(&token_hex()?).into_owned())
 }
@@ -229,8 +209,8 @@ mod tests {
 
     #[test]
     fn every_thread_draws_its_own_tokens() {
-        // Each thread seeds its own generator from the OS: no two threads
-        // may share a stream, and no token comes twice.
+        // Every token is its own read of the OS RNG: no two threads share
+        // anything, and no token comes twice.
         let draw = || {
             (0..1000)
                 .map(|_| fresh_token().expect("token"))
