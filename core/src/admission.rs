@@ -13,7 +13,6 @@
 //! list, nor where anything is shown: [`crate::exposure`] does that.
 
 use std::collections::HashMap;
-use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -179,11 +178,12 @@ pub fn admit(entry: &ProviderEntry, offered: ToolList) -> Admission {
 ///
 /// Servers repeat schemas (every tool without arguments has the same one),
 /// and a schema's verdict does not depend on the tool it is on: each
-/// distinct schema is vetted once, and compiled at most once, shared. Schemas are found by a hash
-/// of their structure and then compared whole.
+/// distinct schema is vetted once, and compiled at most once, shared. The
+/// map hashes with the std random state, so a server cannot choose schemas
+/// that collide.
 #[derive(Default)]
 struct Schemas {
-    seen: HashMap<u64, Vec<(Value, Verdict)>>,
+    seen: HashMap<Value, Verdict>,
     budget: ListingBudget,
 }
 
@@ -192,41 +192,13 @@ type Verdict = Result<Arc<ToolSchema>, String>;
 
 impl Schemas {
     fn compile(&mut self, schema: &Value) -> Verdict {
-        let mut hasher = DefaultHasher::new();
-        hash_value(schema, &mut hasher);
-        let same_hash = self.seen.entry(hasher.finish()).or_default();
-        if let Some((_, verdict)) = same_hash.iter().find(|(s, _)| s == schema) {
+        if let Some(verdict) = self.seen.get(schema) {
             return verdict.clone();
         }
         let verdict = (self.budget.vet(schema))
             .map(|vetted| Arc::new(ToolSchema::new(schema.clone(), vetted)));
-        same_hash.push((schema.clone(), verdict.clone()));
+        self.seen.insert(schema.clone(), verdict.clone());
         verdict
-    }
-}
-
-/// Hashes a JSON value so that equal values (`==`) hash equally: objects
-/// iterate in key order, and `Number` hashes as it compares. serde_json
-/// bounds the nesting of what it parses, so the recursion is bounded too.
-fn hash_value(value: &Value, h: &mut impl Hasher) {
-    match value {
-        Value::Null => 0u8.hash(h),
-        Value::Bool(b) => (1u8, b).hash(h),
-        Value::Number(n) => (2u8, n).hash(h),
-        Value::String(s) => (3u8, s).hash(h),
-        Value::Array(items) => {
-            (4u8, items.len()).hash(h);
-            for item in items {
-                hash_value(item, h);
-            }
-        }
-        Value::Object(members) => {
-            (5u8, members.len()).hash(h);
-            for (key, item) in members {
-                key.hash(h);
-                hash_value(item, h);
-            }
-        }
     }
 }
 
