@@ -12,6 +12,7 @@ mod connector;
 mod error;
 mod exposure;
 mod framing;
+mod keywords;
 mod kind;
 mod messages;
 mod names;

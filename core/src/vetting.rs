@@ -25,6 +25,7 @@ use std::io::{self, Write};
 use serde_json::{Map, Value};
 
 use crate::framing::one_line;
+use crate::keywords::{Holds, IN_PLACE, holds};
 
 /// The most bytes of compact JSON one tool's input schema may have: room
 /// for long descriptions (a turn is shown them cut, see
@@ -275,34 +276,6 @@ fn compact_len(value: &Value, limit: usize) -> Option<usize> {
     Some(count.0)
 }
 
-/// Keywords whose value is one subschema.
-const ONE: &[&str] = &[
-    "additionalProperties",
-    "unevaluatedProperties",
-    "items",
-    "additionalItems",
-    "unevaluatedItems",
-    "contains",
-    "propertyNames",
-    "not",
-    "if",
-    "then",
-    "else",
-];
-/// Keywords whose value is an array of subschemas.
-const MANY: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems", "items"];
-/// Keywords whose value maps names to subschemas.
-const BY_NAME: &[&str] = &[
-    "properties",
-    "patternProperties",
-    "dependentSchemas",
-    "dependencies",
-];
-/// Keywords holding subschemas only `$ref`s reach: walked, not counted.
-const DEFINITIONS: &[&str] = &["$defs", "definitions"];
-/// Keywords whose value is a reference.
-const REFS: &[&str] = &["$ref", "$dynamicRef", "$recursiveRef"];
-
 /// One walk over a schema: the nodes reachable, the patterns it holds.
 struct Walk<'a> {
     root: &'a Value,
@@ -345,33 +318,38 @@ impl<'a> Walk<'a> {
         }
         let mut n: u64 = 1;
         for (key, value) in map {
-            let key = key.as_str();
-            if REFS.contains(&key) {
-                if let Value::String(reference) = value {
-                    let target = self.resolve(reference)?;
-                    n = n.saturating_add(self.reach(target, depth + 1)?);
-                }
-            } else if key == "pattern" {
-                if let Value::String(p) = value {
-                    self.patterns.insert(p.clone());
-                }
-            } else if ONE.contains(&key) && value.is_object() {
-                n = n.saturating_add(self.reach(value, depth + 1)?);
-            } else if MANY.contains(&key) {
-                for item in value.as_array().into_iter().flatten() {
-                    n = n.saturating_add(self.reach(item, depth + 1)?);
-                }
-            } else if BY_NAME.contains(&key) || DEFINITIONS.contains(&key) {
-                let counts = !DEFINITIONS.contains(&key);
-                for (name, item) in value.as_object().into_iter().flatten() {
-                    if key == "patternProperties" {
-                        self.patterns.insert(name.clone());
+            match holds(key) {
+                Holds::Reference => {
+                    if let Value::String(reference) = value {
+                        let target = self.resolve(reference)?;
+                        n = n.saturating_add(self.reach(target, depth + 1)?);
                     }
-                    if item.is_object() {
-                        let below = self.reach(item, depth + 1)?;
-                        if counts {
-                            n = n.saturating_add(below);
+                }
+                Holds::Schemas => match value {
+                    Value::Object(_) => n = n.saturating_add(self.reach(value, depth + 1)?),
+                    Value::Array(items) => {
+                        for item in items {
+                            n = n.saturating_add(self.reach(item, depth + 1)?);
                         }
+                    }
+                    _ => {}
+                },
+                by_name @ (Holds::NamedSchemas | Holds::Definitions) => {
+                    for (name, item) in value.as_object().into_iter().flatten() {
+                        if key == "patternProperties" {
+                            self.patterns.insert(name.clone());
+                        }
+                        if item.is_object() {
+                            let below = self.reach(item, depth + 1)?;
+                            if by_name == Holds::NamedSchemas {
+                                n = n.saturating_add(below);
+                            }
+                        }
+                    }
+                }
+                Holds::Nothing => {
+                    if let ("pattern", Value::String(p)) = (key.as_str(), value) {
+                        self.patterns.insert(p.clone());
                     }
                 }
             }
@@ -468,19 +446,19 @@ fn declared<'a>(schema: &'a Value, walk: &mut Walk<'a>) -> Result<Declared, Stri
             continue;
         }
         gather(map, &mut out);
-        for key in ["allOf", "anyOf", "oneOf"] {
-            todo.extend(map.get(key).and_then(Value::as_array).into_iter().flatten());
-        }
-        for key in ["if", "then", "else"] {
-            todo.extend(map.get(key));
-        }
-        for key in ["dependentSchemas", "dependencies"] {
-            let by_name = map.get(key).and_then(Value::as_object);
-            todo.extend(by_name.into_iter().flat_map(Map::values));
-        }
-        for key in REFS {
-            if let Some(Value::String(reference)) = map.get(*key) {
-                todo.push(walk.resolve(reference)?);
+        for (key, value) in map {
+            match holds(key) {
+                Holds::Reference => {
+                    if let Value::String(reference) = value {
+                        todo.push(walk.resolve(reference)?);
+                    }
+                }
+                _ if !IN_PLACE.contains(&key.as_str()) => {}
+                Holds::Schemas => match value {
+                    Value::Array(items) => todo.extend(items),
+                    one => todo.push(one),
+                },
+                _ => todo.extend(value.as_object().into_iter().flat_map(Map::values)),
             }
         }
     }

@@ -18,6 +18,7 @@ use serde_json::{Map, Value};
 
 use super::frame::neutralise;
 use super::sanitise::json_text;
+use crate::keywords::{COMBINATIONS, Holds, holds};
 
 /// How a shown schema was shortened, from the least to the most.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,33 +79,6 @@ const NAMES: &[&str] = &[
     "$defs",
     "definitions",
 ];
-/// Keywords whose value maps names to schemas.
-const SCHEMA_MAPS: &[&str] = &[
-    "properties",
-    "patternProperties",
-    "$defs",
-    "definitions",
-    "dependentSchemas",
-];
-/// Keywords whose value is a schema or an array of schemas.
-const SUBSCHEMAS: &[&str] = &[
-    "items",
-    "prefixItems",
-    "additionalItems",
-    "anyOf",
-    "oneOf",
-    "allOf",
-    "additionalProperties",
-    "unevaluatedProperties",
-    "unevaluatedItems",
-    "propertyNames",
-    "contains",
-    "not",
-    "if",
-    "then",
-    "else",
-];
-
 /// `schema` as one line of compact JSON text with no hidden character and
 /// no frame marker.
 ///
@@ -204,15 +178,15 @@ fn shorten(value: &mut Value, cut: SchemaCut) {
         SchemaCut::Names | SchemaCut::Text => map.retain(|k, _| NAMES.contains(&k.as_str())),
     }
     for (key, sub) in map.iter_mut() {
-        if SCHEMA_MAPS.contains(&key.as_str()) {
-            if let Value::Object(schemas) = sub {
+        match (holds(key), sub) {
+            (Holds::NamedSchemas | Holds::Definitions, Value::Object(schemas)) => {
                 schemas.values_mut().for_each(|s| shorten(s, cut));
             }
-        } else if SUBSCHEMAS.contains(&key.as_str()) {
-            match sub {
-                Value::Array(schemas) => schemas.iter_mut().for_each(|s| shorten(s, cut)),
-                s => shorten(s, cut),
+            (Holds::Schemas, Value::Array(schemas)) => {
+                schemas.iter_mut().for_each(|s| shorten(s, cut))
             }
+            (Holds::Schemas, s) => shorten(s, cut),
+            _ => {}
         }
     }
 }
@@ -248,7 +222,7 @@ fn property<'a>(root: &'a Value, at: &'a Value, name: &str, depth: usize) -> Opt
         .and_then(Value::as_str)
         .and_then(|r| r.strip_prefix('#'))
         .and_then(|pointer| root.pointer(pointer));
-    let branches = ["allOf", "anyOf", "oneOf"]
+    let branches = COMBINATIONS
         .iter()
         .filter_map(|k| map.get(*k).and_then(Value::as_array))
         .flatten();
@@ -388,6 +362,24 @@ mod tests {
             let t = schema_text(&s, max, max, note);
             assert!(t.chars().count() <= max, "{max}: {t}");
             assert!(!t.contains("<<<") && !t.contains(">>>"), "{t}");
+        }
+    }
+
+    #[test]
+    fn a_draft_7_dependency_is_shortened_as_a_dependent_schema_is() {
+        let long = "d".repeat(500);
+        let cut = format!("{}…", "d".repeat(ANNOTATION_CHARS));
+        for keyword in ["dependencies", "dependentSchemas"] {
+            let s = json!({"type": "object", "properties": {"a": {}, "b": {}},
+                           keyword: {"a": {"description": long, "required": ["b"]}, "b": ["a"]}});
+            let text = schema_text(&s, 300, 300, note);
+            let (back, rest) = parsed(&text);
+            assert!(rest.starts_with("Annotations "), "{keyword}: {rest}");
+            assert_eq!(
+                back[keyword],
+                json!({"a": {"description": cut, "required": ["b"]}, "b": ["a"]}),
+                "{keyword}"
+            );
         }
     }
 
