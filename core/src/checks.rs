@@ -11,13 +11,11 @@
 //! It is not where a tool is admitted ([`crate::admission`]) nor where a
 //! refusal is worded ([`crate::messages`]).
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Arc, OnceLock};
-
 use serde_json::{Map, Value, json};
 
+use crate::compiled::{Lazy, build, guarded};
 use crate::framing::one_line;
-use crate::vetting::{Declared, ListingBudget, Vetted, pattern_options};
+use crate::vetting::{Declared, ListingBudget, Vetted};
 
 /// The most schema nodes (every `$ref` followed) of a compiled schema whose
 /// checks run on the calling thread: validating one call's arguments
@@ -77,7 +75,7 @@ impl ArgumentSchema {
             || self.declared.names.contains(name)
             || self.pattern_names.as_ref().is_some_and(|v| {
                 let probe = Value::Object(Map::from_iter([(name.to_owned(), Value::Null)]));
-                catch_unwind(AssertUnwindSafe(|| !v.is_valid(&probe))).unwrap_or(false)
+                guarded(|| !v.is_valid(&probe)).unwrap_or(false)
             })
     }
 
@@ -102,29 +100,26 @@ impl ArgumentSchema {
             .collect();
         // `is_valid` is true exactly when `iter_errors` finds nothing: the
         // errors are gathered only when there are some.
-        let validation = match catch_unwind(AssertUnwindSafe(|| self.validator.is_valid(arguments)))
-        {
-            Ok(true) => Ok(Vec::new()),
-            Ok(false) => catch_unwind(AssertUnwindSafe(|| {
-                self.validator
-                    .iter_errors(arguments)
-                    .take(MAX_ARGUMENT_ERRORS)
-                    .map(|e| {
-                        let at = e.instance_path().to_string();
-                        let at = if at.is_empty() {
-                            "arguments".to_owned()
-                        } else {
-                            format!("at {at}")
-                        };
-                        one_line(&format!("{at}: {e}"), 300)
-                    })
-                    .collect::<Vec<_>>()
-            })),
-            Err(panic) => Err(panic),
-        };
+        let validation = guarded(|| {
+            if self.validator.is_valid(arguments) {
+                return Vec::new();
+            }
+            (self.validator.iter_errors(arguments))
+                .take(MAX_ARGUMENT_ERRORS)
+                .map(|e| {
+                    let at = e.instance_path().to_string();
+                    let at = if at.is_empty() {
+                        "arguments".to_owned()
+                    } else {
+                        format!("at {at}")
+                    };
+                    one_line(&format!("{at}: {e}"), 300)
+                })
+                .collect()
+        });
         match validation {
-            Ok(found) => errors.extend(found),
-            Err(_) => errors
+            Some(found) => errors.extend(found),
+            None => errors
                 .push("the arguments could not be checked (the validator panicked)".to_owned()),
         }
         errors.truncate(MAX_ARGUMENT_ERRORS);
@@ -157,27 +152,11 @@ impl ArgumentSchema {
     }
 }
 
-/// Builds a validator of `schema` offline, under the pattern budget; a
-/// hostile schema must not take the runtime down with it.
-fn build(schema: &Value) -> Result<jsonschema::Validator, String> {
-    let built = catch_unwind(AssertUnwindSafe(|| {
-        jsonschema::options()
-            .offline()
-            .with_pattern_options(pattern_options())
-            .build(schema)
-    }))
-    .map_err(|_| "the schema compiler crashed".to_owned())?;
-    built.map_err(|e| one_line(&e.to_string(), 300))
-}
-
 /// A tool's output schema as admitted: vetted at listing under the same
 /// budgets as input schemas, compiled offline at its first result and kept
 /// for the session.
 #[derive(Debug)]
-pub struct OutputSchema {
-    schema: Value,
-    compiled: OnceLock<Result<jsonschema::Validator, String>>,
-}
+pub struct OutputSchema(Lazy<jsonschema::Validator>);
 
 /// What a check of a structured result found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -201,26 +180,22 @@ pub enum OutputCheck {
 impl OutputSchema {
     /// A schema that vetting found usable.
     pub fn new(schema: Value) -> Self {
-        Self {
-            schema,
-            compiled: OnceLock::new(),
-        }
+        Self(Lazy::new(schema))
     }
 
     /// Checks a result's structured content (`None`: it has none, which a
-    /// declared schema does not allow). Blocking and bounded by the vetting
-    /// budgets: the gateway runs it off the runtime's I/O threads.
+    /// declared schema does not allow), compiling the schema first if no
+    /// check has yet. Blocking, and bounded by the schema's vetting budgets
+    /// and the size of the result: the gateway runs it off the runtime's
+    /// I/O threads, within what is left of the call's bound.
     pub fn check(&self, structured: Option<&Value>) -> OutputCheck {
-        let mut first = false;
-        let compiled = self.compiled.get_or_init(|| {
-            first = true;
-            build(&self.schema).map_err(|e| format!("the output schema does not compile: {e}"))
-        });
-        let validator = match compiled {
-            Ok(validator) => validator,
-            Err(reason) => {
+        let validator = match self.0.get(|schema| {
+            build(schema).map_err(|e| format!("the output schema does not compile: {e}"))
+        }) {
+            (Ok(validator), _) => validator,
+            (Err(reason), first) => {
                 return OutputCheck::Unusable {
-                    reason: reason.clone(),
+                    reason: reason.to_owned(),
                     first,
                 };
             }
@@ -231,7 +206,7 @@ impl OutputSchema {
                     .to_owned(),
             );
         };
-        let first_error = catch_unwind(AssertUnwindSafe(|| {
+        let first_error = guarded(|| {
             validator.iter_errors(structured).next().map(|e| {
                 let at = e.instance_path().to_string();
                 let at = if at.is_empty() {
@@ -241,11 +216,11 @@ impl OutputSchema {
                 };
                 one_line(&format!("{at}: {e}"), 300)
             })
-        }));
+        });
         match first_error {
-            Ok(None) => OutputCheck::Matches,
-            Ok(Some(reason)) => OutputCheck::Mismatch(reason),
-            Err(_) => OutputCheck::Mismatch("the schema check crashed".to_owned()),
+            Some(None) => OutputCheck::Matches,
+            Some(Some(reason)) => OutputCheck::Mismatch(reason),
+            None => OutputCheck::Mismatch("the schema check crashed".to_owned()),
         }
     }
 }
@@ -255,9 +230,8 @@ impl OutputSchema {
 /// tools of the listing that have the same schema.
 #[derive(Debug)]
 pub struct ToolSchema {
-    schema: Value,
+    compiled: Lazy<ArgumentSchema>,
     vetted: Vetted,
-    compiled: OnceLock<Result<Arc<ArgumentSchema>, String>>,
 }
 
 /// Why a call's arguments were not accepted.
@@ -283,20 +257,19 @@ impl ToolSchema {
     /// A schema that vetting found usable as `vetted`.
     pub fn new(schema: Value, vetted: Vetted) -> Self {
         Self {
-            schema,
+            compiled: Lazy::new(schema),
             vetted,
-            compiled: OnceLock::new(),
         }
     }
 
     /// The schema as the provider declared it.
     pub fn schema(&self) -> &Value {
-        &self.schema
+        self.compiled.schema()
     }
 
     /// Whether the schema has been compiled (by a first check).
     pub fn is_compiled(&self) -> bool {
-        self.compiled.get().is_some()
+        self.compiled.is_compiled()
     }
 
     /// Whether a check is too little work to leave the calling thread for:
@@ -314,15 +287,11 @@ impl ToolSchema {
     /// # Errors
     /// The problems of the arguments, or why the schema cannot be used.
     pub fn check(&self, arguments: &Value) -> Result<(), CheckFailure> {
-        let mut first = false;
-        let compiled = self.compiled.get_or_init(|| {
-            first = true;
-            ArgumentSchema::compile_vetted(&self.schema, self.vetted.clone()).map(Arc::new)
-        });
-        match compiled {
-            Ok(schema) => schema.check(arguments).map_err(CheckFailure::Arguments),
-            Err(reason) => Err(CheckFailure::Unusable {
-                reason: reason.clone(),
+        let compile = |schema: &Value| ArgumentSchema::compile_vetted(schema, self.vetted.clone());
+        match self.compiled.get(compile) {
+            (Ok(schema), _) => schema.check(arguments).map_err(CheckFailure::Arguments),
+            (Err(reason), first) => Err(CheckFailure::Unusable {
+                reason: reason.to_owned(),
                 first,
             }),
         }

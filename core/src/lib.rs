@@ -8,6 +8,7 @@ mod admission;
 pub mod audit;
 mod checks;
 mod command;
+mod compiled;
 mod connector;
 mod error;
 mod exposure;
@@ -102,7 +103,7 @@ pub mod internals {
         };
     }
     all_of!(
-        admission, audit, checks, command, connector, exposure, framing, kind, messages, names,
-        permission, registry, scope, selection, session, tokens, turn, vetting,
+        admission, audit, checks, command, compiled, connector, exposure, framing, kind, messages,
+        names, permission, registry, scope, selection, session, tokens, turn, vetting,
     );
 }

@@ -15,17 +15,24 @@
 //! The full compile of the schema is not done here: it waits for the tool's
 //! first call ([`crate::checks::ToolSchema`]), under the same pattern budget.
 //!
-//! About 490 lines of code (and its unit tests): the budgets, the `$ref`
-//! walk and the walk for declared names share one traversal, kept in one
-//! file so they cannot drift apart.
+//! The budgets are kept here; the walk that counts nodes, finds patterns
+//! and finds declared names is `vetting/walk.rs`, the compile of one
+//! pattern `vetting/patterns.rs`.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+mod patterns;
+mod walk;
+
+use std::collections::{BTreeSet, HashMap};
 use std::io::{self, Write};
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
+use crate::compiled::guarded;
 use crate::framing::one_line;
-use crate::keywords::{Holds, IN_PLACE, holds};
+use patterns::{Failed, compile_pattern, pattern_problem};
+use walk::{Walk, declared};
+
+pub use crate::compiled::MAX_PATTERN_SIZE;
 
 /// The most bytes of compact JSON one tool's input schema may have: room
 /// for long descriptions (a turn is shown them cut, see
@@ -39,12 +46,6 @@ pub const MAX_SCHEMA_BYTES: usize = 1024 * 1024;
 /// It bounds the work of one check: the 32-level schema whose every level
 /// refers twice to the next reaches about 2^34 nodes and is refused.
 pub const MAX_SCHEMA_NODES: u64 = 100_000;
-
-/// The most bytes one compiled regular expression (`pattern` or a key of
-/// `patternProperties`) may take: the regex engine's size limit. Patterns
-/// as servers write them take a few KiB; a repeated Unicode class such as
-/// `^[\p{L}\p{N}_-]{1,64}$` about 1.1 MiB, over the budget.
-pub const MAX_PATTERN_SIZE: usize = 256 * 1024;
 
 /// The most bytes of compact JSON all the distinct schemas of one listing
 /// may come to.
@@ -171,87 +172,14 @@ impl ListingBudget {
     }
 }
 
-/// The pattern options every compile of a provider's schema uses: the regex
-/// engine jsonschema defaults to, bounded by [`MAX_PATTERN_SIZE`].
-pub(crate) fn pattern_options() -> jsonschema::PatternOptions<jsonschema::FancyRegex> {
-    jsonschema::PatternOptions::fancy_regex()
-        .size_limit(MAX_PATTERN_SIZE)
-        .dfa_size_limit(MAX_PATTERN_SIZE)
-        .backtrack_limit(100_000)
-}
-
-/// Why a pattern did not compile.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Failed {
-    /// Over the size limit.
-    Size,
-    /// Invalid, or the compiler failed.
-    Invalid,
-}
-
-/// The compiled size of `pattern`, if it compiles within `limit` bytes.
-/// Translated as jsonschema translates it, only its forward NFA is built
-/// (what the engine's size limit bounds), several times cheaper than the
-/// whole engine; a pattern that needs more (lookaround, backreferences)
-/// is compiled whole, under the same limit.
-fn compile_pattern(pattern: &str, limit: usize) -> Result<usize, Failed> {
-    use regex_automata::nfa::thompson;
-    let nfa = std::panic::catch_unwind(|| {
-        let translated = jsonschema_regex::to_rust_regex(pattern).ok()?;
-        let config = thompson::Config::new().nfa_size_limit(Some(limit));
-        Some(
-            thompson::Compiler::new()
-                .configure(config)
-                .build(&translated),
-        )
-    });
-    match nfa {
-        Ok(Some(Ok(nfa))) => Ok(nfa.memory_usage()),
-        Ok(Some(Err(e))) if e.size_limit().is_some() => Err(Failed::Size),
-        Err(_) => Err(Failed::Invalid),
-        // Syntax only fancy-regex knows, or invalid: its engine decides.
-        Ok(Some(Err(_)) | None) => compile_whole_pattern(pattern, limit),
-    }
-}
-
-/// Why `pattern` cannot be used.
-fn pattern_problem(pattern: &str) -> String {
-    format!(
-        "the input schema's pattern {} does not compile: it is invalid, or larger than the budget of {MAX_PATTERN_SIZE} bytes",
-        one_line(&format!("{pattern:?}"), 80)
-    )
-}
-
-/// Compiles `pattern` as the schema's full compile does, under `limit`; its
-/// size is not known, so it counts as the limit.
-fn compile_whole_pattern(pattern: &str, limit: usize) -> Result<usize, Failed> {
-    let schema = serde_json::json!({ "pattern": pattern });
-    let options = jsonschema::PatternOptions::fancy_regex()
-        .size_limit(limit)
-        .dfa_size_limit(MAX_PATTERN_SIZE)
-        .backtrack_limit(100_000);
-    let built = std::panic::catch_unwind(|| {
-        jsonschema::options()
-            .offline()
-            .with_pattern_options(options)
-            .build(&schema)
-            .map(drop)
-    });
-    match built {
-        Ok(Ok(())) => Ok(limit),
-        Ok(Err(_)) | Err(_) => Err(Failed::Invalid),
-    }
-}
-
 /// Checks `schema` against its draft's meta-schema (bundled, offline).
 fn meta_valid(schema: &Value) -> Result<(), String> {
-    let checked = std::panic::catch_unwind(|| {
-        jsonschema::meta::validate(schema).map_err(|e| one_line(&e.to_string(), 300))
-    });
+    let checked =
+        guarded(|| jsonschema::meta::validate(schema).map_err(|e| one_line(&e.to_string(), 300)));
     match checked {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(e)) => Err(format!("the input schema is not a valid JSON Schema: {e}")),
-        Err(_) => Err("the input schema crashed the meta-schema check".to_owned()),
+        Some(Ok(())) => Ok(()),
+        Some(Err(e)) => Err(format!("the input schema is not a valid JSON Schema: {e}")),
+        None => Err("the input schema crashed the meta-schema check".to_owned()),
     }
 }
 
@@ -276,214 +204,10 @@ fn compact_len(value: &Value, limit: usize) -> Option<usize> {
     Some(count.0)
 }
 
-/// One walk over a schema: the nodes reachable, the patterns it holds.
-struct Walk<'a> {
-    root: &'a Value,
-    /// Reachable nodes below each node already counted, by address.
-    counted: HashMap<*const Value, u64>,
-    /// The nodes being counted, to cut cycles.
-    open: HashSet<*const Value>,
-    patterns: BTreeSet<String>,
-    anchors: Option<HashMap<&'a str, &'a Value>>,
-}
-
-impl<'a> Walk<'a> {
-    fn new(root: &'a Value) -> Self {
-        Self {
-            root,
-            counted: HashMap::new(),
-            open: HashSet::new(),
-            patterns: BTreeSet::new(),
-            anchors: None,
-        }
-    }
-
-    /// The nodes validation can reach from `node`, itself included.
-    fn reach(&mut self, node: &'a Value, depth: usize) -> Result<u64, String> {
-        if depth > MAX_SCHEMA_DEPTH {
-            return Err(format!(
-                "the input schema nests deeper than the budget of {MAX_SCHEMA_DEPTH} levels"
-            ));
-        }
-        let at: *const Value = node;
-        if let Some(&n) = self.counted.get(&at) {
-            return Ok(n);
-        }
-        let Value::Object(map) = node else {
-            return Ok(1);
-        };
-        if !self.open.insert(at) {
-            // A cycle: validation follows it only as deep as the arguments go.
-            return Ok(1);
-        }
-        let mut n: u64 = 1;
-        for (key, value) in map {
-            match holds(key) {
-                Holds::Reference => {
-                    if let Value::String(reference) = value {
-                        let target = self.resolve(reference)?;
-                        n = n.saturating_add(self.reach(target, depth + 1)?);
-                    }
-                }
-                Holds::Schemas => match value {
-                    Value::Object(_) => n = n.saturating_add(self.reach(value, depth + 1)?),
-                    Value::Array(items) => {
-                        for item in items {
-                            n = n.saturating_add(self.reach(item, depth + 1)?);
-                        }
-                    }
-                    _ => {}
-                },
-                by_name @ (Holds::NamedSchemas | Holds::Definitions) => {
-                    for (name, item) in value.as_object().into_iter().flatten() {
-                        if key == "patternProperties" {
-                            self.patterns.insert(name.clone());
-                        }
-                        if item.is_object() {
-                            let below = self.reach(item, depth + 1)?;
-                            if by_name == Holds::NamedSchemas {
-                                n = n.saturating_add(below);
-                            }
-                        }
-                    }
-                }
-                Holds::Nothing => {
-                    if let ("pattern", Value::String(p)) = (key.as_str(), value) {
-                        self.patterns.insert(p.clone());
-                    }
-                }
-            }
-            if n > MAX_SCHEMA_NODES {
-                return Err(format!(
-                    "the input schema reaches more than the budget of {MAX_SCHEMA_NODES} schema nodes when its $refs are followed"
-                ));
-            }
-        }
-        self.open.remove(&at);
-        self.counted.insert(at, n);
-        Ok(n)
-    }
-
-    /// The subschema `reference` names within the schema.
-    fn resolve(&mut self, reference: &str) -> Result<&'a Value, String> {
-        let outside = || {
-            format!(
-                "the input schema has a $ref outside itself or that does not resolve: {}",
-                one_line(&format!("{reference:?}"), 120)
-            )
-        };
-        let Some(fragment) = reference.strip_prefix('#') else {
-            return Err(outside());
-        };
-        let fragment = percent_decode(fragment).ok_or_else(outside)?;
-        if fragment.is_empty() {
-            return Ok(self.root);
-        }
-        if fragment.starts_with('/') {
-            return self.root.pointer(&fragment).ok_or_else(outside);
-        }
-        let root = self.root;
-        let anchors = self.anchors.get_or_insert_with(|| {
-            let mut found = HashMap::new();
-            anchors(root, &mut found, 0);
-            found
-        });
-        anchors.get(fragment.as_str()).copied().ok_or_else(outside)
-    }
-}
-
-/// Every `$anchor` (and `$dynamicAnchor`) of `node`, by name.
-fn anchors<'a>(node: &'a Value, found: &mut HashMap<&'a str, &'a Value>, depth: usize) {
-    if depth > MAX_SCHEMA_DEPTH {
-        return;
-    }
-    match node {
-        Value::Object(map) => {
-            for key in ["$anchor", "$dynamicAnchor"] {
-                if let Some(Value::String(name)) = map.get(key) {
-                    found.entry(name.as_str()).or_insert(node);
-                }
-            }
-            for value in map.values() {
-                anchors(value, found, depth + 1);
-            }
-        }
-        Value::Array(items) => items.iter().for_each(|i| anchors(i, found, depth + 1)),
-        _ => {}
-    }
-}
-
-/// `%XX` escapes of a URI fragment decoded, or `None` when they are not
-/// UTF-8 or malformed.
-fn percent_decode(text: &str) -> Option<String> {
-    if !text.contains('%') {
-        return Some(text.to_owned());
-    }
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = text.get(i + 1..i + 3)?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
-}
-
-/// The names `schema` declares: see [`Declared`].
-fn declared<'a>(schema: &'a Value, walk: &mut Walk<'a>) -> Result<Declared, String> {
-    let mut out = Declared::default();
-    let mut seen = HashSet::new();
-    let mut todo: Vec<&'a Value> = vec![schema];
-    while let Some(node) = todo.pop() {
-        let Value::Object(map) = node else { continue };
-        if !seen.insert(node as *const Value) {
-            continue;
-        }
-        gather(map, &mut out);
-        for (key, value) in map {
-            match holds(key) {
-                Holds::Reference => {
-                    if let Value::String(reference) = value {
-                        todo.push(walk.resolve(reference)?);
-                    }
-                }
-                _ if !IN_PLACE.contains(&key.as_str()) => {}
-                Holds::Schemas => match value {
-                    Value::Array(items) => todo.extend(items),
-                    one => todo.push(one),
-                },
-                _ => todo.extend(value.as_object().into_iter().flat_map(Map::values)),
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// What one object schema declares directly.
-fn gather(map: &Map<String, Value>, out: &mut Declared) {
-    if let Some(Value::Object(p)) = map.get("properties") {
-        out.names.extend(p.keys().cloned());
-    }
-    if let Some(Value::Object(p)) = map.get("patternProperties") {
-        out.patterns.extend(p.keys().cloned());
-    }
-    for key in ["additionalProperties", "unevaluatedProperties"] {
-        if map.get(key).is_some_and(|v| v != &Value::Bool(false)) {
-            out.open = true;
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Map, json};
 
     fn vet(schema: &Value) -> Result<Vetted, String> {
         ListingBudget::default().vet(schema)
