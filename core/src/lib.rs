@@ -24,6 +24,7 @@ mod registry;
 mod scope;
 mod selection;
 mod session;
+mod shared;
 mod tokens;
 mod turn;
 mod vetting;
@@ -53,7 +54,8 @@ pub use registry::{
 };
 pub use scope::Scope;
 pub use selection::{Decision, Runtime, Selection, TurnContext, TurnKind, select};
-pub use session::{ProviderState, Session, SessionOptions};
+pub use session::{Session, SessionOptions};
+pub use shared::ProviderState;
 pub use tokens::{EstimatedTokens, TokenCounter};
 pub use turn::{Answer, AnswerStatus, Turn};
 
@@ -92,18 +94,48 @@ pub use serde_json;
 /// ```
 #[doc(hidden)]
 pub mod internals {
-    macro_rules! all_of {
-        ($($module:ident),+ $(,)?) => {
-            $(
-                #[allow(missing_docs)]
-                pub mod $module {
-                    pub use crate::$module::*;
-                }
-            )+
+    #![allow(missing_docs)]
+
+    pub mod admission {
+        pub use crate::admission::{Admission, admit, class_of, tool_name_problem};
+    }
+    pub mod checks {
+        pub use crate::checks::ArgumentSchema;
+    }
+    pub mod command {
+        pub use crate::command::{
+            COMMAND_NAME, CapabilityId, Command, Recognized, TokenKind, lex, recognize,
+            recognize_unfiltered,
         };
     }
-    all_of!(
-        admission, audit, checks, command, compiled, connector, exposure, framing, kind, messages,
-        names, permission, registry, scope, selection, session, tokens, turn, vetting,
-    );
+    pub mod exposure {
+        pub use crate::exposure::expose;
+    }
+    pub mod framing {
+        pub use crate::framing::{
+            FrameHead, MAX_DESCRIPTION_CHARS, MAX_RESULT_CHARS, MAX_SHOWN_SCHEMA_CHARS,
+            MAX_SHOWN_SCHEMA_NAMES_CHARS, SchemaCut, block, json_text, neutralise, one_line,
+            schema_text, strip,
+        };
+    }
+    pub mod messages {
+        pub use crate::messages::{NO_RUNTIME, PROVIDER_LINE, index_line, schema_cut, seconds};
+    }
+    pub mod registry {
+        pub use crate::registry::{
+            BYTE_ORDER_MARK, CAPABILITIES_FILE_VAR, DEFAULT_TIMEOUT, MAX_ID_LEN,
+            MAX_REGISTRY_BYTES, RefusedEntry, edit_tree, open, read,
+        };
+    }
+    pub mod selection {
+        pub use crate::selection::{Decision, select};
+    }
+    pub mod session {
+        pub use crate::shared::{TIMEOUT_GRACE, start_budget, start_budget_waiting};
+    }
+    pub mod vetting {
+        pub use crate::vetting::{
+            ListingBudget, MAX_LISTING_PATTERN_BYTES, MAX_PATTERN_SIZE, MAX_SCHEMA_NODES,
+        };
+    }
 }

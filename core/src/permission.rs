@@ -18,9 +18,8 @@ use async_trait::async_trait;
 use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 
+use crate::audit::{MAX_AUDIT_ARGUMENT_BYTES, bounded_arguments};
 use crate::framing::{block, json_text, one_line};
-use crate::turn::bounded_json;
-
 use crate::registry::WritePolicy;
 
 /// A WRITE the turn wants to run, as shown to the person asked.
@@ -33,20 +32,23 @@ use crate::registry::WritePolicy;
 pub struct WriteRequest {
     /// The capability id, `<provider>/<tool>`.
     pub capability: String,
-    /// The arguments as one line of compact JSON, cut at 4 KiB (for logs).
+    /// The arguments as one line of compact JSON (for logs), bounded as the
+    /// audit trail bounds them: cut *as JSON* past
+    /// [`MAX_AUDIT_ARGUMENT_BYTES`], then followed by a note of their whole
+    /// size.
     pub arguments: String,
     /// Every argument, in order: its name and its value as compact JSON,
-    /// each plain text and cut at [`MAX_SHOWN_VALUE_CHARS`] with a note
-    /// saying how much was left out.
+    /// each plain text and cut at [`WriteRequest::MAX_SHOWN_VALUE_CHARS`]
+    /// with a note saying how much was left out.
     pub each: Vec<(String, String)>,
 }
 
-/// How many characters of one argument's value a person is shown.
-pub const MAX_SHOWN_VALUE_CHARS: usize = 300;
-/// How many characters of one argument's name a person is shown.
-pub const MAX_SHOWN_NAME_CHARS: usize = 100;
-
 impl WriteRequest {
+    /// How many characters of one argument's value a person is shown.
+    pub const MAX_SHOWN_VALUE_CHARS: usize = 300;
+    /// How many characters of one argument's name a person is shown.
+    pub const MAX_SHOWN_NAME_CHARS: usize = 100;
+
     /// The request for `capability` with `arguments`.
     pub fn new(capability: impl Into<String>, arguments: &Map<String, Value>) -> Self {
         // Compact JSON has no raw line break, and no hidden character
@@ -54,13 +56,18 @@ impl WriteRequest {
         let each = arguments
             .iter()
             .map(|(name, value)| {
-                let value = block(&json_text(value), MAX_SHOWN_VALUE_CHARS).into_owned();
-                (one_line(name, MAX_SHOWN_NAME_CHARS), value)
+                let value = block(&json_text(value), Self::MAX_SHOWN_VALUE_CHARS).into_owned();
+                (one_line(name, Self::MAX_SHOWN_NAME_CHARS), value)
             })
             .collect();
+        let (kept, cut) = bounded_arguments(arguments);
+        let mut text = json_text(&kept);
+        if let Some(whole) = cut {
+            text.push_str(&format!(" … (cut: {whole} bytes in all)"));
+        }
         Self {
             capability: capability.into(),
-            arguments: bounded_json(arguments),
+            arguments: text,
             each,
         }
     }
@@ -200,5 +207,39 @@ impl PermissionMode for Ask {
             WritePolicy::Confirm => (self.ask)(request.clone()).await,
             WritePolicy::Refuse => false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_long_write_request_is_cut_as_the_audit_trail_cuts_it() {
+        let Value::Object(long) = json!({"title": "t", "body": "x".repeat(10_000)}) else {
+            unreachable!()
+        };
+        let request = WriteRequest::new("notes/add", &long);
+        let whole = serde_json::to_vec(&long).expect("json").len();
+        let (kept, _) = bounded_arguments(&long);
+        assert_eq!(
+            request.arguments,
+            format!("{} … (cut: {whole} bytes in all)", json_text(&kept))
+        );
+        assert!(request.arguments.len() < MAX_AUDIT_ARGUMENT_BYTES + 40);
+        assert_eq!(request.each[0].0, "body");
+        assert!(
+            request.each[0].1.chars().count() < 400,
+            "{:?}",
+            request.each[0]
+        );
+        let Value::Object(short) = json!({"text": "hi"}) else {
+            unreachable!()
+        };
+        assert_eq!(
+            WriteRequest::new("notes/add", &short).arguments,
+            r#"{"text":"hi"}"#
+        );
     }
 }

@@ -59,165 +59,33 @@
 //! # }
 //! ```
 
-pub(crate) mod slot;
-mod state;
+pub(crate) mod options;
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
-use crate::audit::{Audit, AuditEvent, ModeName, SessionEnd};
+use crate::audit::{Audit, AuditEvent, AuditFailure, ModeName, SessionEnd};
 use crate::connector::{Connector, KindConnector};
-use crate::exposure::Limits;
-use crate::permission::PermissionMode;
+use crate::error::Error;
+use crate::error::TurnError;
+use crate::notice::Notice;
 use crate::registry::Registry;
 use crate::selection::{TurnContext, select};
-use crate::tokens::{EstimatedTokens, TokenCounter};
+use crate::shared::{ProviderState, Shared};
 use crate::turn::Turn;
-use crate::{Error, Notice, TurnError};
 
-use slot::{Closing, Slot};
-pub use slot::{
-    MAX_RESTARTS, ProviderState, START_BUDGET_FACTOR, start_budget, start_budget_waiting,
-};
-
-/// How much longer than its provider's timeout the gateway waits for a
-/// request before it calls the provider timed out, whatever the provider
-/// does itself.
-pub const TIMEOUT_GRACE: Duration = Duration::from_secs(1);
+pub use options::SessionOptions;
 
 /// How long `close` waits for calls in flight to stop waiting (and send
 /// their cancellations) before it shuts their providers down.
 const CANCEL_WAIT: Duration = Duration::from_secs(1);
-
-/// How a session is set up.
-#[derive(Clone)]
-#[non_exhaustive]
-pub struct SessionOptions {
-    /// The session's id, in every audit record.
-    pub id: String,
-    /// The session's permission mode.
-    pub permission: Arc<dyn PermissionMode>,
-    /// Where audit records go.
-    pub audit: Audit,
-    /// How providers are started; `None` starts each with its kind from the
-    /// registry's kinds ([`KindConnector`]).
-    pub connector: Option<Arc<dyn Connector>>,
-    /// Exposure limits.
-    pub limits: Limits,
-    /// How tokens are counted.
-    pub tokens: Arc<dyn TokenCounter>,
-    /// How long the operator lets a provider's start go on
-    /// ([`SessionOptions::with_start_wait`]); `None`: as its `timeout`
-    /// allows.
-    pub start_wait: Option<Duration>,
-}
-
-impl std::fmt::Debug for SessionOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SessionOptions")
-            .field("id", &self.id)
-            .field("permission", &self.permission.name())
-            .field("connector", &self.connector)
-            .field("limits", &self.limits)
-            .field("start_wait", &self.start_wait)
-            .finish_non_exhaustive()
-    }
-}
-
-impl SessionOptions {
-    /// A session `id` with `permission`, no audit trail, providers started
-    /// by their kinds, and the default limits and token estimate.
-    pub fn new(id: impl Into<String>, permission: Arc<dyn PermissionMode>) -> Self {
-        Self {
-            id: id.into(),
-            permission,
-            audit: Audit::null(),
-            connector: None,
-            limits: Limits::default(),
-            tokens: Arc::new(EstimatedTokens),
-            start_wait: None,
-        }
-    }
-
-    /// Lets each provider's start go on up to `wait`, for a server that
-    /// needs long the first time (an `npx -y` or `uvx` download): a turn
-    /// waits for a start up to `wait`, each request of the start (a
-    /// handshake, each page of the listing) may take it, and the whole
-    /// start is bounded by the longer of `wait` and its start budget.
-    /// Calls keep their provider's `timeout`. Without it (the default) a
-    /// start's requests take at most the entry's `timeout`, as the spec
-    /// has it; a turn in SPEAR never needs this.
-    pub fn with_start_wait(mut self, wait: Duration) -> Self {
-        self.start_wait = Some(wait);
-        self
-    }
-
-    /// How long each request of the start of a provider with request
-    /// timeout `timeout` may take.
-    pub(crate) fn start_timeout(&self, timeout: Duration) -> Duration {
-        self.start_wait.map_or(timeout, |wait| wait.max(timeout))
-    }
-
-    /// Records into `audit`.
-    pub fn with_audit(mut self, audit: Audit) -> Self {
-        self.audit = audit;
-        self
-    }
-
-    /// Starts providers with `connector`.
-    pub fn with_connector(mut self, connector: Arc<dyn Connector>) -> Self {
-        self.connector = Some(connector);
-        self
-    }
-
-    /// Uses other exposure limits.
-    pub fn with_limits(mut self, limits: Limits) -> Self {
-        self.limits = limits;
-        self
-    }
-
-    /// Counts tokens with `tokens`.
-    pub fn with_token_counter(mut self, tokens: Arc<dyn TokenCounter>) -> Self {
-        self.tokens = tokens;
-        self
-    }
-}
-
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// What every clone of a session and each of its turns share.
-pub(crate) struct Inner {
-    pub(crate) registry: Arc<Registry>,
-    pub(crate) options: SessionOptions,
-    pub(crate) connector: Arc<dyn Connector>,
-    pub(crate) audit: Audit,
-    slots: Mutex<HashMap<String, Arc<Slot>>>,
-    notices: Mutex<Vec<Notice>>,
-    turns: AtomicU64,
-    closed: AtomicBool,
-    /// The session's end record was written (or tried).
-    ended: AtomicBool,
-    /// Set by `close`: calls in flight stop waiting at once.
-    pub(crate) closing: tokio::sync::watch::Sender<bool>,
-    /// Calls sent and not answered yet; `close` waits for them to have
-    /// told their servers they are cancelled.
-    pub(crate) in_flight: tokio::sync::watch::Sender<usize>,
-    /// Stops begun without a caller to await them (a provider that failed,
-    /// one that finished starting after its slot closed): `close` waits for
-    /// them too, so that each server gets its whole stop sequence.
-    stopping: Mutex<Vec<tokio::task::JoinHandle<()>>>,
-}
 
 /// One SPEAR session: its permission mode, audit trail and started providers.
 ///
 /// Cheap to clone: clones share the providers.
 #[derive(Clone)]
 pub struct Session {
-    inner: Arc<Inner>,
+    inner: Arc<Shared>,
 }
 
 impl std::fmt::Debug for Session {
@@ -231,18 +99,15 @@ impl std::fmt::Debug for Session {
 impl Session {
     /// The audit records this session's sink could not write, if any: the
     /// operator must hear of it (the CLI says so and exits non-zero).
-    pub fn audit_failure(&self) -> Option<crate::AuditFailure> {
+    pub fn audit_failure(&self) -> Option<AuditFailure> {
         self.inner.audit.failure()
     }
 
     /// How many providers are still being stopped in the background (one
-    /// that failed, e.g. after a timeout, gets its whole stop sequence):
-    /// [`Session::close`] waits for them.
+    /// that failed, e.g. after a timeout, gets its whole stop sequence),
+    /// and calls still in flight: [`Session::close`] waits for them.
     pub fn stops_pending(&self) -> usize {
-        lock(&self.inner.stopping)
-            .iter()
-            .filter(|task| !task.is_finished())
-            .count()
+        self.inner.tracked.len()
     }
 
     /// Opens a session over `registry`. Nothing starts until a turn needs it.
@@ -255,20 +120,7 @@ impl Session {
             Arc::new(KindConnector::new(registry.kinds().clone())) as Arc<dyn Connector>
         });
         Self {
-            inner: Arc::new(Inner {
-                registry,
-                options,
-                connector,
-                audit,
-                slots: Mutex::new(HashMap::new()),
-                notices: Mutex::new(Vec::new()),
-                turns: AtomicU64::new(0),
-                closed: AtomicBool::new(false),
-                ended: AtomicBool::new(false),
-                stopping: Mutex::new(Vec::new()),
-                closing: tokio::sync::watch::Sender::new(false),
-                in_flight: tokio::sync::watch::Sender::new(0),
-            }),
+            inner: Arc::new(Shared::new(registry, options, connector, audit)),
         }
     }
 
@@ -295,8 +147,7 @@ impl Session {
     /// closed (before the turn, or while its providers start),
     /// [`TurnError::NoRuntime`] outside a tokio runtime.
     pub async fn begin_turn(&self, context: TurnContext) -> Result<Turn, TurnError> {
-        let n = self.inner.turns.fetch_add(1, Ordering::Relaxed) + 1;
-        Turn::begin(Arc::clone(&self.inner), n, &context, None).await
+        Turn::begin(Arc::clone(&self.inner), &context, None).await
     }
 
     /// Begins a turn as [`Session::begin_turn`] does, but gets going only
@@ -318,8 +169,7 @@ impl Session {
         context: TurnContext,
         providers: &[&str],
     ) -> Result<Turn, TurnError> {
-        let n = self.inner.turns.fetch_add(1, Ordering::Relaxed) + 1;
-        Turn::begin(Arc::clone(&self.inner), n, &context, Some(providers)).await
+        Turn::begin(Arc::clone(&self.inner), &context, Some(providers)).await
     }
 
     /// Starts, in the background, the providers a turn in `context` would
@@ -359,7 +209,7 @@ impl Session {
     /// (first). Each carries its provider and reason as data;
     /// [`Notice::text`] words it for the person.
     pub fn take_notices(&self) -> Vec<Notice> {
-        let mut notices = std::mem::take(&mut *lock(&self.inner.notices));
+        let mut notices = self.inner.take_notices();
         if let Some(failure) = self.inner.audit.failure_untold() {
             notices.insert(0, Notice::AuditFailing(failure));
         }
@@ -369,12 +219,7 @@ impl Session {
     /// The providers this session has started or tried to, in registry
     /// order, with their state. For the operator: it may carry stderr.
     pub fn provider_states(&self) -> Vec<(String, ProviderState)> {
-        let slots = lock(&self.inner.slots);
-        self.inner
-            .registry
-            .entries()
-            .iter()
-            .filter_map(|e| slots.get(&e.id))
+        (self.inner.slots().iter())
             .filter_map(|slot| Some((slot.entry.id.clone(), slot.operator_state()?)))
             .collect()
     }
@@ -391,27 +236,28 @@ impl Session {
     /// future may leave providers shutting down, and each kind ends its
     /// processes when the last handle to a provider is dropped.
     pub async fn close(&self) {
-        self.inner.closed.store(true, Ordering::SeqCst);
-        let started = self.inner.close_slots();
+        let inner = &self.inner;
+        inner.closed.cancel();
+        let started = inner.close_slots();
         if tokio::runtime::Handle::try_current().is_err() {
             // Nothing can be awaited here: dropping the providers ends them
             // (each kind ends its processes when its provider is dropped).
             for (id, provider) in started {
                 drop(provider);
-                self.inner.audit.emit(AuditEvent::ProviderStopped {
+                inner.audit.emit(AuditEvent::ProviderStopped {
                     provider: id,
                     error: Some(Error::NoRuntime.to_string()),
                 });
             }
-            self.inner.end(SessionEnd::RuntimeGone);
+            inner.end(SessionEnd::RuntimeGone);
             return;
         }
         // Calls in flight answer at once, "sent, outcome unknown", and tell
-        // their servers they are cancelled before any stdin is closed.
-        self.inner.closing.send_replace(true);
-        let mut in_flight = self.inner.in_flight.subscribe();
-        let _ = tokio::time::timeout(CANCEL_WAIT, in_flight.wait_for(|n| *n == 0)).await;
-        let audit = &self.inner.audit;
+        // their servers they are cancelled before any stdin is closed: they
+        // (and stops already under way) are waited for, a little.
+        inner.tracked.close();
+        let _ = tokio::time::timeout(CANCEL_WAIT, inner.tracked.wait()).await;
+        let audit = &inner.audit;
         futures::future::join_all(started.into_iter().map(|(id, p)| async move {
             let error = p.shutdown().await.err().map(|e| e.to_string());
             audit.emit(AuditEvent::ProviderStopped {
@@ -422,102 +268,12 @@ impl Session {
         .await;
         // A failed provider's stop (after a timeout: the cancellation, then
         // stdin closed, grace, SIGTERM, SIGKILL) runs to its end too.
-        let stopping = std::mem::take(&mut *lock(&self.inner.stopping));
-        futures::future::join_all(stopping).await;
+        inner.tracked.wait().await;
         // Synced: off the runtime's threads, which a sync would hold.
-        let inner = Arc::clone(&self.inner);
-        let end = tokio::task::spawn_blocking(move || inner.end(SessionEnd::Closed));
+        let shared = Arc::clone(inner);
+        let end = tokio::task::spawn_blocking(move || shared.end(SessionEnd::Closed));
         if end.await.is_err() {
-            self.inner.end(SessionEnd::Closed);
+            inner.end(SessionEnd::Closed);
         }
-    }
-}
-
-/// What a provider's stop record says when its session was dropped
-/// without `close`.
-const DROPPED: &str =
-    "the session was dropped without close: the provider was ended at once, without its grace";
-
-impl Drop for Inner {
-    /// A session dropped without `close`: each started provider is dropped
-    /// with it (its kind ends its processes) and the trail records its stop,
-    /// synchronously, so that it does not end at `capability_invoked`.
-    fn drop(&mut self) {
-        for (id, provider) in self.close_slots() {
-            drop(provider);
-            self.audit.emit(AuditEvent::ProviderStopped {
-                provider: id,
-                error: Some(DROPPED.to_owned()),
-            });
-        }
-        self.end(SessionEnd::Dropped);
-    }
-}
-
-/// What a provider's stop record says when its session closed while it
-/// was still starting.
-const ABANDONED: &str = "the session closed while it was starting: the start was abandoned";
-
-impl Inner {
-    /// Closes every slot: returns the started providers, to be shut down,
-    /// and records the stop of each start it abandons.
-    fn close_slots(&self) -> Vec<(String, Arc<dyn crate::Provider>)> {
-        let slots: Vec<Arc<Slot>> = lock(&self.slots).values().cloned().collect();
-        let mut started = Vec::new();
-        for slot in slots {
-            let id = slot.entry.id.clone();
-            match slot.close() {
-                Closing::Started(provider) => started.push((id, provider)),
-                Closing::Abandoned => self.audit.emit(AuditEvent::ProviderStopped {
-                    provider: id,
-                    error: Some(ABANDONED.to_owned()),
-                }),
-                Closing::Nothing => {}
-            }
-        }
-        started
-    }
-
-    /// Records the session's end, once, synced.
-    fn end(&self, how: SessionEnd) {
-        if !self.ended.swap(true, Ordering::SeqCst) {
-            let _ = self
-                .audit
-                .try_emit_durable(AuditEvent::SessionEnded { how });
-        }
-    }
-
-    /// The slot of provider `id`, made on first use; `None` when the
-    /// registry has no such entry.
-    pub(crate) fn slot(&self, id: &str) -> Option<Arc<Slot>> {
-        let entry = self.registry.entry(id)?;
-        let mut slots = lock(&self.slots);
-        Some(Arc::clone(
-            slots
-                .entry(id.to_owned())
-                .or_insert_with(|| Arc::new(Slot::new(entry.clone()))),
-        ))
-    }
-
-    /// Adds a notice for the person (each is said once, by its caller).
-    pub(crate) fn notice(&self, notice: Notice) {
-        lock(&self.notices).push(notice);
-    }
-
-    /// Runs `stop` in the background, for `close` to wait for.
-    pub(crate) fn stop_in_background(&self, stop: impl Future<Output = ()> + Send + 'static) {
-        let mut stopping = lock(&self.stopping);
-        stopping.retain(|task| !task.is_finished());
-        stopping.push(tokio::spawn(stop));
-    }
-
-    /// How many turns the session has begun.
-    pub(crate) fn turns_begun(&self) -> u64 {
-        self.turns.load(Ordering::Relaxed)
-    }
-
-    /// Whether the session was closed.
-    pub(crate) fn is_closed(&self) -> bool {
-        self.closed.load(Ordering::SeqCst)
     }
 }

@@ -36,13 +36,11 @@ use crate::framing::{
 use crate::messages;
 use crate::names::named;
 use crate::selection::{TurnContext, select};
-use crate::session::Inner;
-use crate::session::slot::{Ended, Ready, Slot, View};
+use crate::shared::{Ended, Ready, Shared, Slot, View};
 use crate::{CallResult, TurnError, UnavailableReason};
 
 /// The most characters of a command line the audit trail keeps.
 pub const MAX_AUDIT_COMMAND_CHARS: usize = 1024;
-pub(crate) use call::bounded_json;
 
 named! {
     /// How an answer came out.
@@ -121,7 +119,7 @@ enum TurnMode {
 
 /// One turn: what it is shown, and the answers to its commands.
 pub struct Turn {
-    session: Arc<Inner>,
+    session: Arc<Shared>,
     /// Its number in the session, from 1.
     number: u64,
     id: String,
@@ -185,11 +183,11 @@ impl Turn {
     /// audits the choice and the exposure. With `only`, the selected
     /// providers it does not name are left alone and out of the family.
     pub(crate) async fn begin(
-        session: Arc<Inner>,
-        number: u64,
+        session: Arc<Shared>,
         context: &TurnContext,
         only: Option<&[&str]>,
     ) -> Result<Turn, TurnError> {
+        let number = session.next_turn();
         let id = number.to_string();
         let audit = session.audit.for_turn(id.clone());
         let mut turn = Turn {

@@ -20,19 +20,17 @@ use std::time::Instant;
 use serde_json::{Map, Value};
 
 use super::{Answer, AnswerStatus, Resolved, Turn};
+use crate::audit::bounded_arguments;
 use crate::audit::{AuditEvent, ModeName, Outcome};
 use crate::checks::{CheckFailure, OutputCheck};
 use crate::command::CapabilityId;
 use crate::exposure::{CapabilityClass, Exposure};
-use crate::framing::{NoToken, json_text, one_line, result_text};
+use crate::framing::{NoToken, one_line, result_text};
 use crate::messages;
 use crate::permission::WriteRequest;
 use crate::registry::WritePolicy;
-use crate::session::TIMEOUT_GRACE;
-use crate::session::slot::{Ready, Slot, millis};
+use crate::shared::{Ready, Slot, TIMEOUT_GRACE, millis};
 use crate::{CallRequest, Error, Provider, UnavailableReason};
-
-use crate::audit::{MAX_AUDIT_ARGUMENT_BYTES, bounded_arguments};
 
 impl Turn {
     pub(super) async fn invoke(
@@ -82,8 +80,8 @@ impl Turn {
             began: Instant::now(),
             structured_mismatch: None,
         };
-        let _flying = InFlight::new(&self.session.in_flight);
-        let mut closing = self.session.closing.subscribe();
+        // `close` waits for the call to stop waiting while this lives.
+        let _in_flight = self.session.tracked.token();
         let provider: &dyn Provider = &*ready.provider;
         let call = provider.call_tool(CallRequest::new(tool.name.clone(), arguments));
         // A span, never an event: a call at info costs nothing, and its
@@ -101,7 +99,7 @@ impl Turn {
             }),
             // The session closes: the call is dropped here, which tells
             // its server it is cancelled, and its outcome is not known.
-            _ = closing.wait_for(|closed| *closed) => {
+            () = self.session.closed.cancelled() => {
                 sent.done(Outcome::Closed);
                 return Answer::new(AnswerStatus::OutcomeUnknown, messages::outcome_unknown_closed(cap));
             }
@@ -362,36 +360,7 @@ impl Drop for Sent<'_> {
     }
 }
 
-/// Counts a call in flight for as long as it lives.
-struct InFlight<'a>(&'a tokio::sync::watch::Sender<usize>);
-
-impl<'a> InFlight<'a> {
-    fn new(count: &'a tokio::sync::watch::Sender<usize>) -> Self {
-        count.send_modify(|n| *n += 1);
-        InFlight(count)
-    }
-}
-
-impl Drop for InFlight<'_> {
-    fn drop(&mut self) {
-        self.0.send_modify(|n| *n -= 1);
-    }
-}
-
 /// The answer when a result cannot be framed: nothing of it is shown.
 fn unframable(cap: &str, no_token: NoToken) -> Answer {
     Answer::new(AnswerStatus::Failed, messages::unframable(cap, no_token))
-}
-
-/// Compact JSON of `arguments`, cut at [`MAX_AUDIT_ARGUMENT_BYTES`].
-pub(crate) fn bounded_json(arguments: &Map<String, Value>) -> String {
-    let text = json_text(arguments);
-    if text.len() <= MAX_AUDIT_ARGUMENT_BYTES {
-        return text;
-    }
-    let mut end = MAX_AUDIT_ARGUMENT_BYTES;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}… [{} more bytes]", &text[..end], text.len() - end)
 }

@@ -2,16 +2,14 @@
 //! deployment's operator see it: a started incarnation ([`Ready`]), how it
 //! ended, what a turn makes of it ([`View`]) and the operator's
 //! [`ProviderState`]. The life cycle that moves between them is
-//! `session/slot.rs`.
+//! `shared/slot.rs`.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use crate::admission::Tool;
-use crate::{Provider, ProviderInfo, UnavailableReason};
-
-#[cfg(doc)]
-use super::slot::MAX_RESTARTS;
+use crate::error::UnavailableReason;
+use crate::provider::{Provider, ProviderInfo};
 
 /// A started provider and its admitted tools: one incarnation of a slot.
 #[derive(Debug)]
@@ -76,7 +74,8 @@ pub enum ProviderState {
         /// How long it has been starting.
         since: Duration,
     },
-    /// Left out for now (it may be started again: see [`MAX_RESTARTS`]).
+    /// Left out for now: one that crashed or timed out may be started
+    /// again for a later turn, a few times a session.
     Unavailable {
         /// The short category a turn is told.
         reason: UnavailableReason,

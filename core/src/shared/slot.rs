@@ -12,29 +12,30 @@
 //! ([`Slot::prepare`]). Failures that would repeat identically (it did not
 //! start, it broke the protocol) are not retried.
 //!
-//! The state machine's transitions (prepare, start, wait, fail, close) stay
-//! in this one file, a little over 400 lines, so that each can be read
-//! against the others; what the states are is `session/state.rs`.
+//! The state machine's transitions (prepare, wait, fail, close) are this
+//! file; what the states are is `shared/state.rs`, and a start's own work
+//! (connect, list, admit) `shared/slot/start.rs`.
 
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
-use crate::admission::admit;
+mod start;
+
+use super::state::{Ended, ProviderState, Ready, View};
+use super::{MAX_RESTARTS, Shared, TIMEOUT_GRACE, lock};
 use crate::audit::{Audit, AuditEvent};
-use crate::framing::one_line;
+use crate::error::Error;
+use crate::error::UnavailableReason;
+use crate::notice::Notice;
+use crate::provider::Provider;
 use crate::registry::ProviderEntry;
-use crate::session::{Inner, TIMEOUT_GRACE, lock};
-use crate::{Error, Notice, Provider, UnavailableReason};
+use start::{start, stop};
 
-pub use super::state::ProviderState;
-pub(crate) use super::state::{Ended, Ready, View};
-
-/// The most times one provider is started again in a session.
-pub const MAX_RESTARTS: u32 = 3;
+pub(crate) use start::millis;
 
 /// How many times its request timeout a provider's whole start may take
 /// (spawn, handshake, every page of its listing) before it is a failure.
@@ -48,7 +49,7 @@ pub fn start_budget(timeout: Duration) -> Duration {
 }
 
 /// The bound on a provider's whole start when the operator lets starts go
-/// on up to `wait` ([`crate::SessionOptions::with_start_wait`]): the
+/// on up to `wait` ([`crate::session::SessionOptions::with_start_wait`]): the
 /// longer of `wait` and [`start_budget`].
 pub fn start_budget_waiting(timeout: Duration, wait: Option<Duration>) -> Duration {
     start_budget(timeout).max(wait.unwrap_or_default())
@@ -140,7 +141,7 @@ impl Slot {
     /// it never was, starts it again if it crashed or timed out and its
     /// pause is over, and fails it when a ready provider says it has failed
     /// since (its process exited between turns).
-    pub(crate) fn prepare(self: &Arc<Self>, inner: &Arc<Inner>, turn: u64, audit: &Audit) {
+    pub(crate) fn prepare(self: &Arc<Self>, inner: &Arc<Shared>, turn: u64, audit: &Audit) {
         let dead = {
             let mut state = lock(&self.state);
             let restarts = state.restarts;
@@ -175,7 +176,7 @@ impl Slot {
         }
     }
 
-    fn spawn_start(self: &Arc<Self>, inner: &Arc<Inner>, state: &mut State) {
+    fn spawn_start(self: &Arc<Self>, inner: &Arc<Shared>, state: &mut State) {
         let (slot, session) = (Arc::clone(self), Arc::clone(inner));
         let span = tracing::info_span!(
             target: "spear_capabilities::provider",
@@ -217,7 +218,7 @@ impl Slot {
         self.bump();
     }
 
-    fn finish_start(&self, inner: &Inner, outcome: Result<Ready, Error>) {
+    fn finish_start(&self, inner: &Shared, outcome: Result<Ready, Error>) {
         let mut state = lock(&self.state);
         if !matches!(state.phase, Phase::Starting { .. }) {
             // Closed while it started: what started is stopped.
@@ -281,7 +282,7 @@ impl Slot {
     /// What a turn makes of the slot now; a turn told it is unavailable
     /// makes its readiness news, and the first such turn gets the session's
     /// notice.
-    pub(crate) fn view(&self, inner: &Inner) -> View {
+    pub(crate) fn view(&self, inner: &Shared) -> View {
         let mut state = lock(&self.state);
         let reason = match &state.phase {
             Phase::Ready(ready) => return View::Ready(Arc::clone(ready)),
@@ -289,14 +290,7 @@ impl Slot {
             Phase::Starting { .. } | Phase::Idle => UnavailableReason::Starting,
             Phase::Failed(f) => f.reason,
         };
-        state.missed = true;
-        if !state.said_unavailable {
-            state.said_unavailable = true;
-            inner.notice(Notice::Unavailable {
-                provider: self.entry.id.clone(),
-                reason,
-            });
-        }
+        self.missed(inner, &mut state, reason);
         View::Unavailable(reason)
     }
 
@@ -306,7 +300,7 @@ impl Slot {
     /// news.
     pub(crate) fn fail(
         &self,
-        inner: &Inner,
+        inner: &Shared,
         ready: &Arc<Ready>,
         reason: UnavailableReason,
         error: &Error,
@@ -318,14 +312,7 @@ impl Slot {
         let mut state = lock(&self.state);
         if matches!(&state.phase, Phase::Ready(current) if Arc::ptr_eq(current, ready)) {
             self.record_failure(inner, &mut state, reason, error, turn);
-            state.missed = true;
-            if !state.said_unavailable {
-                state.said_unavailable = true;
-                inner.notice(Notice::Unavailable {
-                    provider: self.entry.id.clone(),
-                    reason,
-                });
-            }
+            self.missed(inner, &mut state, reason);
         }
         drop(state);
         self.bump();
@@ -335,9 +322,22 @@ impl Slot {
         });
     }
 
+    /// Notes that a turn goes without the provider, for `reason`: its
+    /// readiness is news from now on, and the session's notice says it is
+    /// unavailable, the first time only.
+    fn missed(&self, inner: &Shared, state: &mut State, reason: UnavailableReason) {
+        state.missed = true;
+        if !std::mem::replace(&mut state.said_unavailable, true) {
+            inner.notice(Notice::Unavailable {
+                provider: self.entry.id.clone(),
+                reason,
+            });
+        }
+    }
+
     fn record_failure(
         &self,
-        inner: &Inner,
+        inner: &Shared,
         state: &mut State,
         reason: UnavailableReason,
         error: &Error,
@@ -416,90 +416,4 @@ pub(crate) enum Closing {
     Abandoned,
     /// Nothing was running.
     Nothing,
-}
-
-/// Connects `slot`'s provider, lists its tools and admits the usable ones.
-/// Each request is bounded by the provider itself; the whole start by its
-/// caller's budget.
-async fn start(inner: &Inner, slot: &Slot) -> Result<Ready, Error> {
-    let entry = &slot.entry;
-    let began = Instant::now();
-    let start_timeout = inner.options.start_timeout(entry.timeout);
-    let provider = inner
-        .connector
-        .connect(entry, inner.registry.base_dir(), start_timeout)
-        .await?;
-    slot.connected();
-    let listed = match provider.list_tools().await {
-        Ok(list) => list,
-        Err(e) => {
-            let _ = provider.shutdown().await;
-            return Err(e);
-        }
-    };
-    let declares_no_tools = listed.declares_no_tools;
-    // Vetting compiles the listing's patterns: bounded work, but off the
-    // runtime's I/O threads.
-    let owned = entry.clone();
-    let admission = match tokio::task::spawn_blocking(move || admit(&owned, listed)).await {
-        Ok(admission) => admission,
-        Err(_) => {
-            let _ = provider.shutdown().await;
-            return Err(Error::Protocol {
-                provider: entry.id.clone(),
-                message: "its tool list could not be vetted".to_owned(),
-                stderr: String::new(),
-            });
-        }
-    };
-    for rejected in &admission.rejected {
-        inner.audit.emit(AuditEvent::ToolRejected {
-            provider: entry.id.clone(),
-            tool: one_line(&rejected.name, 200),
-            reason: one_line(&rejected.reason, 500),
-        });
-    }
-    for (tool, reason) in &admission.unchecked_outputs {
-        inner.audit.emit(AuditEvent::OutputUnchecked {
-            provider: entry.id.clone(),
-            tool: one_line(tool, 200),
-            reason: one_line(reason, 500),
-        });
-    }
-    for tool in &admission.read_not_offered {
-        inner.audit.emit(AuditEvent::ReadNotOffered {
-            provider: entry.id.clone(),
-            tool: one_line(tool, 200),
-        });
-    }
-    inner.audit.emit(AuditEvent::ProviderStarted {
-        provider: entry.id.clone(),
-        tools: admission.tools.len(),
-        rejected_tools: admission.rejected.len(),
-        duration_ms: millis(began.elapsed()),
-    });
-    Ok(Ready {
-        provider,
-        tools: admission.tools,
-        started_in: began.elapsed(),
-        declares_no_tools,
-        ended: OnceLock::new(),
-    })
-}
-
-/// Shuts `provider` down in the background, recording the stop.
-fn stop(inner: &Inner, id: &str, provider: Arc<dyn Provider>) {
-    let (audit, id) = (inner.audit.clone(), id.to_owned());
-    inner.stop_in_background(async move {
-        let error = provider.shutdown().await.err().map(|e| e.to_string());
-        audit.emit(AuditEvent::ProviderStopped {
-            provider: id,
-            error,
-        });
-    });
-}
-
-/// `d` in whole milliseconds, for audit records.
-pub(crate) fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
