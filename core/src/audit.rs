@@ -234,6 +234,11 @@ pub enum AuditEvent {
         /// tool's declared output schema: the first reason, bounded.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         structured_mismatch: Option<String>,
+        /// The call ran, and its structured result was not checked against
+        /// the tool's declared output schema: why (it was too long to check
+        /// within the call's time bound, say).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        structured_unchecked: Option<String>,
     },
     /// The session's permission mode allowed a WRITE: recorded when it is
     /// given, before the call is sent, whatever happens to the call.

@@ -245,6 +245,29 @@ pub fn structured_mismatch(capability: &str, framed: &str) -> String {
     )
 }
 
+/// What a turn is told after a result whose structured content was not
+/// checked against the tool's declared output schema; `reason` is one of
+/// [`UNCHECKED_TOO_LONG`], [`unchecked_no_place`], [`UNCHECKED_FAILED`].
+pub(crate) fn structured_unchecked(capability: &str, reason: &str) -> String {
+    format!(
+        "The call to `{}` ran, but its structured result was not checked against the tool's declared output schema: {reason}.",
+        one_line(capability, 200)
+    )
+}
+
+/// Why a structured result was not checked: its check did not end within
+/// what was left of the call's bound.
+pub(crate) const UNCHECKED_TOO_LONG: &str = "it was too long to check within the call's time bound";
+
+/// Why a structured result was not checked: `places` earlier checks of the
+/// provider's schemas held every place for one until the call's bound.
+pub(crate) fn unchecked_no_place(places: usize) -> String {
+    format!("{places} earlier checks of the provider's schemas were still running")
+}
+
+/// Why a structured result was not checked: the check itself failed.
+pub(crate) const UNCHECKED_FAILED: &str = "its check failed";
+
 /// The refusal of a WRITE while the audit trail cannot record it.
 pub fn write_refused_audit_failing(capability: &str) -> String {
     format!(

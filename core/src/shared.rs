@@ -37,6 +37,16 @@ pub const TIMEOUT_GRACE: Duration = Duration::from_secs(1);
 /// The most times one provider is started again in a session.
 pub const MAX_RESTARTS: u32 = 3;
 
+/// The most schema checks of one provider's calls (of their arguments, of
+/// their structured results) that run off the calling thread at once in a
+/// session, abandoned ones included. A `jsonschema` validation cannot be
+/// interrupted: a check past its call's bound is abandoned, not stopped, and
+/// keeps its place until it ends, so a provider whose results are slow to
+/// check holds at most this many threads busy. A check that finds no place
+/// free within its call's bound is not run (the arguments: the call is
+/// refused; a result: it is said not checked).
+pub const MAX_CHECKS_IN_FLIGHT: usize = 2;
+
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }

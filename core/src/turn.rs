@@ -15,6 +15,7 @@
 //! `describe` and every refusal read together; `invoke` is `turn/call.rs`.
 
 mod call;
+mod check;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -81,6 +82,11 @@ pub struct Answer {
     /// reason, bounded, untrusted (it quotes the result). The call is not
     /// an error a model should retry: it ran. The turn's text says it too.
     pub structured_mismatch: Option<String>,
+    /// The call ran, and its structured result was not checked against the
+    /// tool's declared output schema: why (it was too long to check within
+    /// the call's time bound, say). The call ran; the turn's text says it
+    /// too.
+    pub structured_unchecked: Option<String>,
 }
 
 impl Answer {
@@ -90,6 +96,7 @@ impl Answer {
             text: text.into(),
             result: None,
             structured_mismatch: None,
+            structured_unchecked: None,
         }
     }
 

@@ -6,9 +6,11 @@
 mod common;
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use common::{Bench, begin};
 use serde_json::{Value, json};
+use spear_capabilities::internals::session::TIMEOUT_GRACE;
 use spear_capabilities::{AnswerStatus, Auto, CallResult, Content, ToolSpec};
 use spear_testkit::{MockHandle, ours};
 
@@ -131,6 +133,107 @@ async fn an_output_schema_that_cannot_be_used_is_said_once_and_results_go_unchec
     assert_eq!(
         (a.status, a.structured_mismatch.as_deref()),
         (AnswerStatus::Ok, None)
+    );
+    s.close().await;
+}
+
+/// An output schema that passes vetting and is slow to check: each of the
+/// result's items reaches about 2^11 schema nodes (10 levels, each referring
+/// twice to the next), so that 30 000 items take tens of seconds to check.
+fn slow_schema() -> Value {
+    let levels = 10;
+    let mut defs = serde_json::Map::new();
+    for i in 0..levels {
+        let next = format!("#/$defs/d{}", i + 1);
+        defs.insert(
+            format!("d{i}"),
+            json!({"allOf": [{"$ref": next}, {"$ref": next, "minLength": 0}]}),
+        );
+    }
+    defs.insert(format!("d{levels}"), json!({}));
+    json!({"type": "object", "$defs": defs,
+           "properties": {"items": {"type": "array", "items": {"$ref": "#/$defs/d0"}}}})
+}
+
+/// A provider `slow` (timeout 0.5 s) whose tool `many` answers at once
+/// with 30 000 structured items.
+fn slow_bench() -> Bench {
+    let b = Bench::new(json!([
+        {"id": "slow", "scope": "global", "read": ["many"], "timeout": 0.5}
+    ]));
+    let slow = b.provider("slow");
+    slow.add_tool(
+        ToolSpec::new("many", json!({"type": "object"})).with_output_schema(slow_schema()),
+    );
+    let items: Vec<Value> = (0..30_000).map(|i| json!({"n": i})).collect();
+    for _ in 0..4 {
+        slow.answer(
+            "many",
+            result(Some(json!({"items": items}))).with_structured(json!({"items": items})),
+        );
+    }
+    b
+}
+
+/// Issue 43.3: the output-schema check is bounded by what is left of the
+/// call's bound (the entry's timeout and the grace); past it the call is
+/// still reported as run, and its answer and audit record say the result
+/// was not checked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_result_too_slow_to_check_is_answered_within_the_calls_bound_and_said_unchecked() {
+    let b = slow_bench();
+    let s = b.session(Arc::new(Auto));
+    let t = begin(&s).await;
+    let bound = Duration::from_millis(500) + TIMEOUT_GRACE;
+    let began = Instant::now();
+    let a = ours(&t, "spear-capability invoke slow/many '{}'").await;
+    let took = began.elapsed();
+    assert_eq!(a.status, AnswerStatus::Ok, "{}", a.text);
+    assert!(took < bound + Duration::from_secs(1), "after {took:?}");
+    assert!(
+        a.text.ends_with(
+            "The call to `slow/many` ran, but its structured result was not checked against the tool's declared output schema: it was too long to check within the call's time bound."
+        ),
+        "{}",
+        &a.text[a.text.len().saturating_sub(300)..]
+    );
+    assert_eq!(
+        a.structured_unchecked.as_deref(),
+        Some("it was too long to check within the call's time bound")
+    );
+    assert_eq!(a.structured_mismatch, None);
+    let invoked = b.sink.named("capability_invoked");
+    assert_eq!(invoked[0]["outcome"], "ok");
+    assert_eq!(
+        invoked[0]["structured_unchecked"],
+        "it was too long to check within the call's time bound"
+    );
+    assert!(invoked[0].get("structured_mismatch").is_none());
+    s.close().await;
+}
+
+/// A check past its bound cannot be stopped, so it keeps one of its
+/// provider's places for checks: the checks in flight are bounded
+/// (`MAX_CHECKS_IN_FLIGHT`, two), and a result that finds no place free
+/// within its bound is said not checked, without starting a check.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn abandoned_checks_keep_their_places_so_that_checks_in_flight_stay_bounded() {
+    let b = slow_bench();
+    let s = b.session(Arc::new(Auto));
+    let t = begin(&s).await;
+    let mut reasons = Vec::new();
+    for _ in 0..3 {
+        let a = ours(&t, "spear-capability invoke slow/many '{}'").await;
+        assert_eq!(a.status, AnswerStatus::Ok, "{}", a.text);
+        reasons.push(a.structured_unchecked.expect("not checked"));
+    }
+    assert_eq!(
+        reasons,
+        [
+            "it was too long to check within the call's time bound",
+            "it was too long to check within the call's time bound",
+            "2 earlier checks of the provider's schemas were still running",
+        ]
     );
     s.close().await;
 }

@@ -19,14 +19,14 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::watch;
+use tokio::sync::{Semaphore, watch};
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
 mod start;
 
 use super::state::{Ended, ProviderState, Ready, View};
-use super::{MAX_RESTARTS, Shared, TIMEOUT_GRACE, lock};
+use super::{MAX_CHECKS_IN_FLIGHT, MAX_RESTARTS, Shared, TIMEOUT_GRACE, lock};
 use crate::audit::{Audit, AuditEvent};
 use crate::error::Error;
 use crate::error::UnavailableReason;
@@ -112,6 +112,9 @@ struct State {
 /// One registered provider of a session.
 pub(crate) struct Slot {
     pub(crate) entry: ProviderEntry,
+    /// Its places for schema checks off the calling thread
+    /// ([`MAX_CHECKS_IN_FLIGHT`]), over all its incarnations.
+    pub(crate) checks: Arc<Semaphore>,
     state: Mutex<State>,
     /// Bumped on every change: turns waiting for a start watch it.
     changed: watch::Sender<u64>,
@@ -121,6 +124,7 @@ impl Slot {
     pub(crate) fn new(entry: ProviderEntry) -> Self {
         Self {
             entry,
+            checks: Arc::new(Semaphore::new(MAX_CHECKS_IN_FLIGHT)),
             state: Mutex::new(State {
                 phase: Phase::Idle,
                 restarts: 0,

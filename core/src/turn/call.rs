@@ -1,17 +1,17 @@
 //! `invoke`: a call checked before it reaches its provider.
 //!
 //! The capability must be one the turn admits (and, in index mode, one it
-//! has described); its arguments must fit the tool's schema (checked off
-//! the runtime's I/O threads, within the provider's timeout, unless the
-//! check is quick: `ToolSchema::is_quick`; the schema compiled at its first
-//! call and kept for the session); a WRITE runs
-//! only when the provider's write policy and the session's permission mode
-//! both allow it (an approval is recorded when it is given). The call then
-//! goes to the provider, and the gateway's own work and the call together
-//! take at most the provider's timeout and [`TIMEOUT_GRACE`] (the person's
-//! approval is not counted), whatever the provider does itself; its result
-//! comes back framed as external content. Every call that was sent is audited, also when the answer's
-//! future is dropped before it came (outcome `cancelled`).
+//! has described); its arguments must fit the tool's schema (`turn/check.rs`:
+//! within the provider's timeout, the schema compiled at its first call and
+//! kept for the session); a WRITE runs only when the provider's write
+//! policy and the session's permission mode both allow it (an approval is
+//! recorded when it is given). The call then goes to the provider, and the
+//! gateway's own work (the checks of the arguments and of a structured
+//! result included) and the call together take at most the provider's
+//! timeout and [`TIMEOUT_GRACE`] (the person's approval is not counted),
+//! whatever the provider does itself; its result comes back framed as
+//! external content. Every call that was sent is audited, also when the
+//! answer's future is dropped before it came (outcome `cancelled`).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -19,6 +19,7 @@ use std::time::Instant;
 
 use serde_json::{Map, Value};
 
+use super::check::Structured;
 use super::{Answer, AnswerStatus, Resolved, Turn};
 use crate::audit::bounded_arguments;
 use crate::audit::{AuditEvent, ModeName, Outcome};
@@ -54,7 +55,7 @@ impl Turn {
         }
         // The runtime's clock, as the call's timer reads it.
         let checking = tokio::time::Instant::now();
-        let arguments = match self.check(slot, tool, arguments).await {
+        let arguments = match self.check_arguments(slot, tool, arguments).await {
             Ok(arguments) => arguments,
             Err(reason) => return self.refuse(Some(id), line, &reason),
         };
@@ -70,6 +71,8 @@ impl Turn {
         if self.session.is_closed() {
             return self.refuse(Some(id), line, messages::SESSION_CLOSED);
         }
+        // The person's approval is not counted: the bound runs from here.
+        let deadline = tokio::time::Instant::now() + bound;
         // From here the call is sent: it is audited whatever happens to
         // this future.
         let mut sent = Sent {
@@ -78,7 +81,7 @@ impl Turn {
             class: tool.shown.class,
             arguments: Some(audited),
             began: Instant::now(),
-            structured_mismatch: None,
+            structured: None,
         };
         // `close` waits for the call to stop waiting while this lives.
         let _in_flight = self.session.tracked.token();
@@ -90,7 +93,7 @@ impl Turn {
             tracing::debug_span!(target: "spear_capabilities::call", "call", capability = %cap);
         let call = tracing::Instrument::instrument(call, span);
         let outcome = tokio::select! {
-            outcome = tokio::time::timeout(bound, call) => outcome.unwrap_or_else(|_| {
+            outcome = tokio::time::timeout_at(deadline, call) => outcome.unwrap_or_else(|_| {
                 Err(Error::Timeout {
                     provider: slot.entry.id.clone(),
                     after: slot.entry.timeout,
@@ -104,74 +107,28 @@ impl Turn {
                 return Answer::new(AnswerStatus::OutcomeUnknown, messages::outcome_unknown_closed(cap));
             }
         };
-        let mismatch = self.check_output(slot, tool, &outcome).await;
+        let structured = self.check_output(slot, tool, &outcome, deadline).await;
         let (label, mut answer) = self.outcome(slot, ready, id, tool, outcome);
-        if let Some(reason) = mismatch.filter(|_| answer.status == AnswerStatus::Ok) {
-            let framed = match tool.frame.frame(&reason) {
-                Ok(framed) => framed,
-                Err(no_token) => no_token.to_string(),
-            };
+        if let Some(structured) = structured.filter(|_| answer.status == AnswerStatus::Ok) {
             answer.text.push('\n');
-            answer
-                .text
-                .push_str(&messages::structured_mismatch(cap, &framed));
-            answer.structured_mismatch = Some(reason.clone());
-            sent.structured_mismatch = Some(reason);
+            match &structured {
+                Structured::Mismatch(reason) => {
+                    let framed = match tool.frame.frame(reason) {
+                        Ok(framed) => framed,
+                        Err(no_token) => no_token.to_string(),
+                    };
+                    (answer.text).push_str(&messages::structured_mismatch(cap, &framed));
+                    answer.structured_mismatch = Some(reason.clone());
+                }
+                Structured::Unchecked(reason) => {
+                    (answer.text).push_str(&messages::structured_unchecked(cap, reason));
+                    answer.structured_unchecked = Some(reason.clone());
+                }
+            }
+            sent.structured = Some(structured);
         }
         sent.done(label);
         answer
-    }
-
-    /// `arguments` checked against `tool`'s schema, compiled first if this
-    /// is its first call, on the runtime's blocking threads and within the
-    /// provider's timeout; or the refusal to give. Arguments that were not
-    /// checked are never sent.
-    async fn check(
-        &self,
-        slot: &Slot,
-        tool: &crate::admission::Tool,
-        arguments: Map<String, Value>,
-    ) -> Result<Map<String, Value>, String> {
-        let cap = &tool.shown.id;
-        let schema = Arc::clone(&tool.schema);
-        let check = move || {
-            let arguments = Value::Object(arguments);
-            let verdict = schema.check(&arguments);
-            (arguments, verdict)
-        };
-        let framed = |text: &str| match tool.frame.frame(text) {
-            Ok(framed) => framed,
-            Err(no_token) => no_token.to_string(),
-        };
-        // A quick check (a small compiled schema, no regular expression)
-        // is not worth a thread hand-off; any other runs on the blocking
-        // pool, under the provider's timeout.
-        let checked = if tool.schema.is_quick() {
-            Ok(Ok::<_, tokio::task::JoinError>(check()))
-        } else {
-            tokio::time::timeout(slot.entry.timeout, tokio::task::spawn_blocking(check)).await
-        };
-        match checked {
-            Ok(Ok((Value::Object(arguments), Ok(())))) => Ok(arguments),
-            Ok(Ok((_, Err(CheckFailure::Arguments(errors))))) => {
-                Err(messages::arguments_do_not_fit(cap, &errors))
-            }
-            Ok(Ok((_, Err(CheckFailure::Unusable { reason, first })))) => {
-                if first {
-                    self.audit.emit(AuditEvent::ToolRejected {
-                        provider: slot.entry.id.clone(),
-                        tool: one_line(&tool.name, 200),
-                        reason: one_line(&reason, 500),
-                    });
-                }
-                Err(messages::schema_unusable(cap, &framed(&reason)))
-            }
-            Ok(Ok((_, Ok(())))) | Ok(Err(_)) => Err(messages::arguments_not_checked(cap)),
-            Err(_) => Err(messages::arguments_not_checked_in_time(
-                cap,
-                slot.entry.timeout,
-            )),
-        }
     }
 
     /// The answer to a call that came back, and how it is audited.
@@ -252,38 +209,6 @@ impl Turn {
         }
     }
 
-    /// Whether a result the tool reported as a success matches its declared
-    /// output schema: the first reason when it does not. Checked on the
-    /// blocking pool; a schema that does not compile is audited once and
-    /// its results go unchecked.
-    async fn check_output(
-        &self,
-        slot: &Slot,
-        tool: &crate::admission::Tool,
-        outcome: &Result<crate::CallResult, Error>,
-    ) -> Option<String> {
-        let output = Arc::clone(tool.output.as_ref()?);
-        let structured = match outcome {
-            Ok(result) if !result.is_error => result.structured.clone(),
-            _ => return None,
-        };
-        let check = tokio::task::spawn_blocking(move || output.check(structured.as_ref()));
-        match check.await.ok()? {
-            OutputCheck::Matches => None,
-            OutputCheck::Mismatch(reason) => Some(reason),
-            OutputCheck::Unusable { reason, first } => {
-                if first {
-                    self.audit.emit(AuditEvent::OutputUnchecked {
-                        provider: slot.entry.id.clone(),
-                        tool: one_line(&tool.name, 200),
-                        reason: one_line(&reason, 500),
-                    });
-                }
-                None
-            }
-        }
-    }
-
     /// Why a WRITE may not run, or `None` when it may; an approval by the
     /// session's permission mode is recorded as soon as it is given.
     async fn write_refusal(
@@ -334,13 +259,18 @@ struct Sent<'a> {
     /// when cut.
     arguments: Option<(Value, Option<u64>)>,
     began: Instant,
-    structured_mismatch: Option<String>,
+    structured: Option<Structured>,
 }
 
 impl Sent<'_> {
     fn done(&mut self, outcome: Outcome) {
         let Some((arguments, arguments_cut)) = self.arguments.take() else {
             return;
+        };
+        let (structured_mismatch, structured_unchecked) = match self.structured.take() {
+            Some(Structured::Mismatch(reason)) => (Some(reason), None),
+            Some(Structured::Unchecked(reason)) => (None, Some(reason)),
+            None => (None, None),
         };
         self.turn.audit.emit(AuditEvent::CapabilityInvoked {
             capability: self.capability.to_owned(),
@@ -349,7 +279,8 @@ impl Sent<'_> {
             arguments_cut,
             outcome,
             duration_ms: millis(self.began.elapsed()),
-            structured_mismatch: self.structured_mismatch.take(),
+            structured_mismatch,
+            structured_unchecked,
         });
     }
 }
