@@ -145,23 +145,26 @@ pub fn admit(entry: &ProviderEntry, offered: ToolList) -> Admission {
             spec.description.as_deref(),
             &spec.input_schema,
         );
-        let output = match &spec.output_schema {
-            None => None,
-            Some(declared) => match schemas.budget.vet(declared) {
-                Ok(_) => {
-                    shown = shown.with_output_schema(declared);
-                    Some(Arc::new(OutputSchema::new(declared.clone())))
-                }
-                Err(reason) => {
-                    let reason = format!(
-                        "its output schema cannot be used ({reason}); its results are not checked"
-                    );
-                    admission
-                        .unchecked_outputs
-                        .push((spec.name.clone(), reason));
-                    None
-                }
-            },
+        let output = match (&spec.output_schema, &spec.unreadable_output_schema) {
+            (Some(declared), _) => schemas.budget.vet(declared).map(|_| declared).map_err(Some),
+            (None, Some(unreadable)) => Err(Some(unreadable.clone())),
+            (None, None) => Err(None),
+        };
+        let output = match output {
+            Ok(declared) => {
+                shown = shown.with_output_schema(declared);
+                Some(Arc::new(OutputSchema::new(declared.clone())))
+            }
+            Err(Some(reason)) => {
+                let reason = format!(
+                    "its output schema cannot be used ({reason}); its results are not checked"
+                );
+                admission
+                    .unchecked_outputs
+                    .push((spec.name.clone(), reason));
+                None
+            }
+            Err(None) => None,
         };
         admission.tools.push(Tool {
             frame: FrameHead::new(&entry.id, &shown.id),
@@ -300,6 +303,40 @@ mod tests {
         let r = reasons(&a);
         assert_eq!((r[0].0.as_str(), r[1].0.as_str()), ("b1", "b2"));
         assert_eq!(r[0].1, r[1].1);
+    }
+
+    #[test]
+    fn an_output_schema_that_cannot_be_used_or_read_leaves_the_tool_unchecked() {
+        let mut deep = json!({"type": "string"});
+        for _ in 0..200 {
+            deep = json!({"type": "object", "properties": {"a": deep}});
+        }
+        let obj = json!({"type": "object"});
+        let a = admit(
+            &entry(),
+            ToolList::new(vec![
+                ToolSpec::new("deep", obj.clone()).with_output_schema(deep),
+                ToolSpec::new("unread", obj.clone())
+                    .with_unreadable_output_schema("recursion limit exceeded"),
+                ToolSpec::new("plain", obj),
+            ]),
+        );
+        let kept: Vec<_> = a.tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(kept, ["deep", "unread", "plain"]);
+        assert!(a.tools.iter().all(|t| t.output.is_none()));
+        assert_eq!(a.unchecked_outputs.len(), 2, "{:?}", a.unchecked_outputs);
+        assert!(
+            a.unchecked_outputs[0]
+                .1
+                .contains("nests deeper than the budget of 128 levels")
+        );
+        assert_eq!(
+            a.unchecked_outputs[1],
+            (
+                "unread".to_owned(),
+                "its output schema cannot be used (recursion limit exceeded); its results are not checked".to_owned()
+            )
+        );
     }
 
     #[test]

@@ -37,6 +37,12 @@ pub struct ToolSpec {
     /// names it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_only_hint: Option<bool>,
+    /// The tool declares an output schema its kind could not read as a
+    /// JSON value (nested past what its parser reads, say): why. The tool
+    /// stays; the gateway leaves its results unchecked and says so once,
+    /// as for any output schema it cannot use.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unreadable_output_schema: Option<String>,
 }
 
 impl ToolSpec {
@@ -49,6 +55,7 @@ impl ToolSpec {
             input_schema,
             output_schema: None,
             read_only_hint: None,
+            unreadable_output_schema: None,
         }
     }
 
@@ -62,6 +69,13 @@ impl ToolSpec {
     /// Sets the schema its structured results must match.
     pub fn with_output_schema(mut self, schema: Value) -> Self {
         self.output_schema = Some(schema);
+        self
+    }
+
+    /// Says the tool declares an output schema that could not be read, and
+    /// why ([`ToolSpec::unreadable_output_schema`]).
+    pub fn with_unreadable_output_schema(mut self, reason: impl Into<String>) -> Self {
+        self.unreadable_output_schema = Some(reason.into());
         self
     }
 

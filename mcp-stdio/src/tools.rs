@@ -55,8 +55,10 @@ struct Tool {
     input_schema: Option<Value>,
     #[serde(default)]
     annotations: Option<Value>,
+    /// Read raw: a schema nested past what a `Value` is read to leaves the
+    /// tool's results unchecked, not the tool unreadable.
     #[serde(default, rename = "outputSchema")]
-    output_schema: Option<Value>,
+    output_schema: Option<Box<RawValue>>,
 }
 
 /// Reads one `tools/list` result into `listing`; the next page's cursor, or
@@ -137,8 +139,11 @@ fn read_tool(entry: &RawValue) -> Result<ToolSpec, String> {
         spec = spec.with_description(description);
     }
     // The gateway vets it (a bad one leaves the results unchecked).
-    if let Some(output) = tool.output_schema.filter(|s| !s.is_null()) {
-        spec = spec.with_output_schema(output);
+    if let Some(output) = tool.output_schema.filter(|s| s.get() != "null") {
+        spec = match serde_json::from_str(output.get()) {
+            Ok(schema) => spec.with_output_schema(schema),
+            Err(e) => spec.with_unreadable_output_schema(format!("it cannot be read: {e}")),
+        };
     }
     Ok(spec)
 }
@@ -191,6 +196,40 @@ mod tests {
         assert_eq!(list.tools[5].title.as_deref(), Some("T"));
         let reasons: Vec<_> = list.rejected.iter().map(|r| r.reason.as_str()).collect();
         assert_eq!(reasons, [NO_NAME, NOT_AN_OBJECT]);
+    }
+
+    #[test]
+    fn an_output_schema_nested_past_what_can_be_read_leaves_the_tool_with_it_unread() {
+        let mut deep = r#"{"type":"string"}"#.to_owned();
+        for _ in 0..100 {
+            deep = format!(r#"{{"type":"object","properties":{{"a":{deep}}}}}"#);
+        }
+        let page = format!(
+            r#"{{"tools":[{{"name":"deep","inputSchema":{{"type":"object"}},"outputSchema":{deep}}},
+                {{"name":"plain","inputSchema":{{"type":"object"}},"outputSchema":null}}]}}"#
+        );
+        let (listing, outcomes) = read(&[&page]);
+        assert_eq!(outcomes, [Ok(None)]);
+        let list = listing.finish();
+        assert!(list.rejected.is_empty(), "{:?}", list.rejected);
+        let deep = &list.tools[0];
+        assert_eq!(
+            (deep.name.as_str(), deep.output_schema.as_ref()),
+            ("deep", None)
+        );
+        let reason = deep.unreadable_output_schema.as_deref().unwrap_or_default();
+        assert!(
+            reason.starts_with("it cannot be read: recursion limit exceeded"),
+            "{reason}"
+        );
+        let plain = &list.tools[1];
+        assert_eq!(
+            (
+                plain.output_schema.as_ref(),
+                plain.unreadable_output_schema.as_ref()
+            ),
+            (None, None)
+        );
     }
 
     #[test]
