@@ -19,8 +19,8 @@ use serde_json::json;
 use spear_benches::fixture::fixture_server;
 use spear_benches::ours::invoke_line;
 use spear_capabilities::{
-    AnswerStatus, Audit, Auto, JsonLinesSink, Registry, Session, SessionOptions, Turn, TurnContext,
-    TurnKind,
+    AnswerStatus, Audit, Auto, Registry, Session, SessionOptions, Turn, TurnContext, TurnKind,
+    audit::JsonLinesSink,
 };
 
 const ROUNDS: usize = 15;

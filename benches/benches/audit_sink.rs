@@ -15,7 +15,10 @@ use std::time::Instant;
 
 use serde_json::json;
 use spear_capabilities::audit::JsonLinesOptions;
-use spear_capabilities::{Audit, AuditEvent, JsonLinesSink};
+use spear_capabilities::{
+    Audit,
+    audit::{AuditEvent, JsonLinesSink},
+};
 
 const ROUNDS: usize = 7;
 

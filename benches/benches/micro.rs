@@ -13,10 +13,11 @@ use std::sync::Arc;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use serde_json::json;
-use spear_capabilities::internals::exposure::expose;
+use spear_capabilities::exposure::expose;
 use spear_capabilities::{
-    Audit, Auto, CapabilityClass, EstimatedTokens, Limits, Registry, Session, SessionOptions,
-    ShownCapability, ToolSpec, TurnContext, TurnKind,
+    Audit, Auto, EstimatedTokens, Registry, Session, SessionOptions, ToolSpec, TurnContext,
+    TurnKind,
+    exposure::{CapabilityClass, Limits, ShownCapability},
 };
 use spear_testkit::{MockConnector, MockProvider};
 

@@ -5,7 +5,10 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
-use spear_capabilities::{Audit, EntryCheck, EntryWarning, Error, Registry};
+use spear_capabilities::{
+    Audit, Error, Registry,
+    registry::{EntryCheck, EntryWarning},
+};
 
 use crate::entry;
 use crate::error::{Failure, said_unless};

@@ -4,7 +4,7 @@
 //! ([`json`]).
 
 use serde_json::{Value, json};
-use spear_capabilities::{EntryCheck, ProviderEntry};
+use spear_capabilities::registry::{EntryCheck, ProviderEntry};
 
 /// An entry's selection settings in words, as `check` and `get` print
 /// them.

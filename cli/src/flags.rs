@@ -11,10 +11,11 @@ use std::time::Duration;
 use clap::Args;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use serde_json::{Value, json};
-use spear_capabilities::CAPABILITIES_FILE_VAR;
 use spear_capabilities::audit::JsonLinesOptions;
+use spear_capabilities::registry::CAPABILITIES_FILE_VAR;
 use spear_capabilities::{
-    Audit, JsonLinesSink, Name, Registry, RequestClass, Runtime, TurnContext, TurnKind, WritePolicy,
+    Audit, Name, Registry, Runtime, TurnContext, TurnKind, WritePolicy, audit::JsonLinesSink,
+    registry::RequestClass,
 };
 
 use crate::error::Failure;

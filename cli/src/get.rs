@@ -11,7 +11,10 @@ use std::path::Path;
 use clap_complete::ArgValueCandidates;
 use serde_json::json;
 use spear_capabilities::internals::framing::one_line;
-use spear_capabilities::{Audit, EntryCheck, Error, ProviderEntry, RefusedEntry};
+use spear_capabilities::{
+    Audit, Error,
+    registry::{EntryCheck, ProviderEntry, RefusedEntry},
+};
 
 use crate::complete;
 use crate::entry::{self, Settings};

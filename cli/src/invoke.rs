@@ -3,9 +3,9 @@
 
 use clap_complete::ArgValueCandidates;
 use serde_json::json;
-use spear_capabilities::internals::command::{CapabilityId, Command};
-use spear_capabilities::internals::selection::select;
-use spear_capabilities::{AnswerStatus, Audit, Exposure};
+use spear_capabilities::selection::select;
+use spear_capabilities::{AnswerStatus, Audit, exposure::Exposure};
+use spear_capabilities::{CapabilityId, Command};
 
 use crate::complete;
 use crate::error::{Failure, said_unless};

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use spear_capabilities::internals::messages::index_line;
-use spear_capabilities::internals::selection::{Decision, select};
-use spear_capabilities::{Audit, ProviderState, ReadOnly, Registry, Shown};
+use spear_capabilities::selection::{Decision, select};
+use spear_capabilities::{Audit, ProviderState, ReadOnly, Registry, exposure::Shown};
 
 use crate::error::Failure;
 use crate::examples::{self, Example};

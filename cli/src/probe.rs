@@ -18,8 +18,8 @@ use spear_capabilities::internals::admission::{Admission, admit, class_of};
 use spear_capabilities::internals::framing::one_line;
 use spear_capabilities::internals::session::start_budget_waiting;
 use spear_capabilities::{
-    CapabilityClass, ConnectRequest, Error, ProviderEntry, ProviderInfo, Registry, RejectedTool,
-    ToolSpec, UnavailableReason,
+    Error, ProviderInfo, Registry, RejectedTool, ToolSpec, UnavailableReason,
+    exposure::CapabilityClass, kind::ConnectRequest, registry::ProviderEntry,
 };
 
 use crate::flags::WaitArgs;

@@ -9,8 +9,8 @@
 use std::path::Path;
 
 use serde_json::{Value, json};
-use spear_capabilities::internals::registry::RefusedEntry;
-use spear_capabilities::internals::selection::{self, Decision};
+use spear_capabilities::registry::RefusedEntry;
+use spear_capabilities::selection::{self, Decision};
 use spear_capabilities::{Audit, Registry, TurnContext};
 
 use crate::flags::ContextArgs;

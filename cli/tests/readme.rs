@@ -5,7 +5,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use spear_capabilities::internals::command::{Recognized, recognize};
-use spear_capabilities::{AUDIT_SCHEMA, Audit, AuditEvent, AuditRecord, Registry};
+use spear_capabilities::{
+    Audit, Registry,
+    audit::{AUDIT_SCHEMA, AuditEvent, AuditRecord},
+};
 use spear_providers as _;
 
 fn root() -> PathBuf {

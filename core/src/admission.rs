@@ -20,9 +20,9 @@ use serde_json::Value;
 use crate::checks::{OutputSchema, ToolSchema};
 use crate::exposure::{CapabilityClass, ShownCapability};
 use crate::framing::FrameHead;
+use crate::provider::{RejectedTool, ToolList};
 use crate::registry::ProviderEntry;
 use crate::vetting::ListingBudget;
-use crate::{RejectedTool, ToolList};
 
 /// The longest tool name, in characters.
 pub const MAX_TOOL_NAME: usize = 128;
@@ -43,7 +43,8 @@ pub(crate) struct Tool {
     pub(crate) output: Option<Arc<OutputSchema>>,
 }
 
-/// What the gateway made of one provider's offer.
+/// What the gateway made of one provider's offer: what a session's turns
+/// are offered of it, and what is recorded when it starts.
 #[derive(Debug, Default)]
 pub struct Admission {
     /// The usable tools, in the provider's order.
@@ -97,6 +98,8 @@ pub fn tool_name_problem(name: &str) -> Option<String> {
 /// Admits the usable tools of `offered`, the tool list of `entry`'s
 /// provider. Every copy of a duplicated name is left out: a call by that
 /// name could reach either, so no single schema can be checked for it.
+/// Blocking, bounded by the listing's budgets (vetting compiles its
+/// patterns): the gateway runs it off the runtime's I/O threads.
 pub fn admit(entry: &ProviderEntry, offered: ToolList) -> Admission {
     let mut counts: HashMap<&str, usize> = HashMap::new();
     for spec in &offered.tools {
@@ -208,7 +211,7 @@ impl Schemas {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ToolSpec;
+    use crate::provider::ToolSpec;
     use serde_json::json;
 
     fn entry() -> ProviderEntry {

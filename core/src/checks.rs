@@ -20,10 +20,10 @@ use crate::vetting::{Declared, ListingBudget, Vetted};
 /// The most schema nodes (every `$ref` followed) of a compiled schema whose
 /// checks run on the calling thread: validating one call's arguments
 /// against it is a few microseconds.
-pub const QUICK_CHECK_NODES: u64 = 256;
+pub(crate) const QUICK_CHECK_NODES: u64 = 256;
 
 /// The most schema errors reported for one call.
-pub const MAX_ARGUMENT_ERRORS: usize = 8;
+pub(crate) const MAX_ARGUMENT_ERRORS: usize = 8;
 
 /// A compiled argument schema.
 #[derive(Debug)]
@@ -106,15 +106,7 @@ impl ArgumentSchema {
             }
             (self.validator.iter_errors(arguments))
                 .take(MAX_ARGUMENT_ERRORS)
-                .map(|e| {
-                    let at = e.instance_path().to_string();
-                    let at = if at.is_empty() {
-                        "arguments".to_owned()
-                    } else {
-                        format!("at {at}")
-                    };
-                    one_line(&format!("{at}: {e}"), 300)
-                })
+                .map(|e| error_line(&e, "arguments"))
                 .collect()
         });
         match validation {
@@ -152,16 +144,28 @@ impl ArgumentSchema {
     }
 }
 
+/// One validation error as one bounded line: where it is (`whole` when at
+/// the top of the instance), then what is wrong.
+fn error_line(e: &jsonschema::ValidationError<'_>, whole: &str) -> String {
+    let at = e.instance_path().to_string();
+    let at = if at.is_empty() {
+        whole.to_owned()
+    } else {
+        format!("at {at}")
+    };
+    one_line(&format!("{at}: {e}"), 300)
+}
+
 /// A tool's output schema as admitted: vetted at listing under the same
 /// budgets as input schemas, compiled offline at its first result and kept
 /// for the session.
 #[derive(Debug)]
-pub struct OutputSchema(Lazy<jsonschema::Validator>);
+pub(crate) struct OutputSchema(Lazy<jsonschema::Validator>);
 
 /// What a check of a structured result found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum OutputCheck {
+pub(crate) enum OutputCheck {
     /// The result matches.
     Matches,
     /// It does not: the first reason, one line, bounded (untrusted text:
@@ -179,7 +183,7 @@ pub enum OutputCheck {
 
 impl OutputSchema {
     /// A schema that vetting found usable.
-    pub fn new(schema: Value) -> Self {
+    pub(crate) fn new(schema: Value) -> Self {
         Self(Lazy::new(schema))
     }
 
@@ -188,7 +192,7 @@ impl OutputSchema {
     /// check has yet. Blocking, and bounded by the schema's vetting budgets
     /// and the size of the result: the gateway runs it off the runtime's
     /// I/O threads, within what is left of the call's bound.
-    pub fn check(&self, structured: Option<&Value>) -> OutputCheck {
+    pub(crate) fn check(&self, structured: Option<&Value>) -> OutputCheck {
         let validator = match self.0.get(|schema| {
             build(schema).map_err(|e| format!("the output schema does not compile: {e}"))
         }) {
@@ -207,15 +211,9 @@ impl OutputSchema {
             );
         };
         let first_error = guarded(|| {
-            validator.iter_errors(structured).next().map(|e| {
-                let at = e.instance_path().to_string();
-                let at = if at.is_empty() {
-                    "the result".to_owned()
-                } else {
-                    format!("at {at}")
-                };
-                one_line(&format!("{at}: {e}"), 300)
-            })
+            (validator.iter_errors(structured))
+                .next()
+                .map(|e| error_line(&e, "the result"))
         });
         match first_error {
             Some(None) => OutputCheck::Matches,
@@ -229,7 +227,7 @@ impl OutputSchema {
 /// first check and kept for the session, shared by every turn and by the
 /// tools of the listing that have the same schema.
 #[derive(Debug)]
-pub struct ToolSchema {
+pub(crate) struct ToolSchema {
     compiled: Lazy<ArgumentSchema>,
     vetted: Vetted,
 }
@@ -237,7 +235,7 @@ pub struct ToolSchema {
 /// Why a call's arguments were not accepted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum CheckFailure {
+pub(crate) enum CheckFailure {
     /// The arguments do not fit the schema: every problem, each one line.
     #[error("the arguments do not fit the tool's input schema: {}", .0.join("; "))]
     Arguments(Vec<String>),
@@ -255,7 +253,7 @@ pub enum CheckFailure {
 
 impl ToolSchema {
     /// A schema that vetting found usable as `vetted`.
-    pub fn new(schema: Value, vetted: Vetted) -> Self {
+    pub(crate) fn new(schema: Value, vetted: Vetted) -> Self {
         Self {
             compiled: Lazy::new(schema),
             vetted,
@@ -263,12 +261,12 @@ impl ToolSchema {
     }
 
     /// The schema as the provider declared it.
-    pub fn schema(&self) -> &Value {
+    pub(crate) fn schema(&self) -> &Value {
         self.compiled.schema()
     }
 
     /// Whether the schema has been compiled (by a first check).
-    pub fn is_compiled(&self) -> bool {
+    pub(crate) fn is_compiled(&self) -> bool {
         self.compiled.is_compiled()
     }
 
@@ -276,7 +274,7 @@ impl ToolSchema {
     /// compiled already, at most [`QUICK_CHECK_NODES`] schema nodes
     /// reachable, and no regular expression. Most real tools' schemas are;
     /// every other check runs off the runtime's I/O threads.
-    pub fn is_quick(&self) -> bool {
+    pub(crate) fn is_quick(&self) -> bool {
         self.is_compiled() && self.vetted.nodes <= QUICK_CHECK_NODES && !self.vetted.has_patterns
     }
 
@@ -286,7 +284,7 @@ impl ToolSchema {
     ///
     /// # Errors
     /// The problems of the arguments, or why the schema cannot be used.
-    pub fn check(&self, arguments: &Value) -> Result<(), CheckFailure> {
+    pub(crate) fn check(&self, arguments: &Value) -> Result<(), CheckFailure> {
         let compile = |schema: &Value| ArgumentSchema::compile_vetted(schema, self.vetted.clone());
         match self.compiled.get(compile) {
             (Ok(schema), _) => schema.check(arguments).map_err(CheckFailure::Arguments),

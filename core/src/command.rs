@@ -46,7 +46,8 @@
 //! ```
 //!
 //! ```
-//! use spear_capabilities::internals::command::{recognize, Command, Recognized};
+//! use spear_capabilities::Command;
+//! use spear_capabilities::internals::command::{recognize, Recognized};
 //!
 //! assert_eq!(recognize("grep spear-capability notes.md"), Recognized::NotOurs);
 //! let Recognized::Ours(Ok(Command::Invoke { id, arguments })) =
@@ -75,7 +76,8 @@ mod recognizer;
 mod simple;
 mod token;
 
-pub use lexer::{MAX_NESTED_BODIES, lex};
+pub(crate) use lexer::MAX_NESTED_BODIES;
+pub use lexer::lex;
 pub use recognizer::{recognize, recognize_unfiltered};
 pub use token::{Construct, Lexed, Token, TokenKind, Unterminated};
 

@@ -25,7 +25,7 @@ pub const MAX_PATTERN_SIZE: usize = 256 * 1024;
 /// The most backtracking steps one match of a pattern that needs the
 /// backtracking engine (lookaround, backreferences) may take before it
 /// fails.
-pub const PATTERN_BACKTRACK_LIMIT: usize = 100_000;
+pub(crate) const PATTERN_BACKTRACK_LIMIT: usize = 100_000;
 
 /// Runs `work`, a call into `jsonschema` or its regex engines; `None` when
 /// it panicked.

@@ -4,7 +4,7 @@ use std::io;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::names::named;
+use crate::vocabulary::UnavailableReason;
 
 /// Everything that can go wrong in the core or in a provider, as seen by SPEAR.
 ///
@@ -81,7 +81,7 @@ pub enum Error {
         stderr: String,
     },
     /// A request to the provider took longer than its timeout.
-    #[error("provider `{provider}` timed out after {}{}", humantime::format_duration(*after), tail(stderr))]
+    #[error("provider `{provider}` timed out after {}{}", crate::messages::seconds(*after), tail(stderr))]
     Timeout {
         /// The provider's id.
         provider: String,
@@ -114,7 +114,7 @@ pub enum Error {
     ///
     /// Unlike the variants above, this does not make the provider unavailable.
     #[error("provider `{provider}` refused the call to `{tool}`: error {code}: {message}")]
-    CallRejected {
+    CallError {
         /// The provider's id.
         provider: String,
         /// The tool that was called.
@@ -126,7 +126,7 @@ pub enum Error {
     },
     /// The provider is healthy but answered this one call with a result
     /// that cannot be read (not the shape its protocol gives a result, or
-    /// text no string can hold). Like [`Error::CallRejected`], it does not
+    /// text no string can hold). Like [`Error::CallError`], it does not
     /// make the provider unavailable.
     #[error(
         "provider `{provider}` answered the call to `{tool}` with a result that cannot be read: {reason}"
@@ -178,7 +178,7 @@ impl Error {
             Error::RegistryRead { .. }
             | Error::RegistrySyntax { .. }
             | Error::RegistryShape { .. }
-            | Error::CallRejected { .. }
+            | Error::CallError { .. }
             | Error::CallUnreadable { .. } => None,
         }
     }
@@ -213,30 +213,6 @@ impl TurnError {
     }
 }
 
-named! {
-    /// The short, public category of a provider failure: all a turn learns of it.
-    #[non_exhaustive]
-    pub enum UnavailableReason {
-        /// It could not be started.
-        DidNotStart = "did_not_start",
-        /// It did not answer in time.
-        TimedOut = "timed_out",
-        /// It broke its protocol.
-        ProtocolError = "protocol_error",
-        /// It stopped while in use.
-        Crashed = "crashed",
-        /// It is still starting (in the background): a later turn may have it.
-        Starting = "starting",
-    }
-}
-
-impl UnavailableReason {
-    /// The category as words, as a turn reads it: `did not start`.
-    pub fn words(self) -> String {
-        self.as_str().replace('_', " ")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -262,7 +238,7 @@ mod tests {
 
     #[test]
     fn a_rejected_call_leaves_the_provider_available() {
-        let e = Error::CallRejected {
+        let e = Error::CallError {
             provider: "t".into(),
             tool: "x".into(),
             code: -32602,
@@ -275,6 +251,6 @@ mod tests {
             stderr: String::new(),
         };
         assert_eq!(t.unavailable_reason(), Some(UnavailableReason::TimedOut));
-        assert_eq!(t.to_string(), "provider `t` timed out after 10s");
+        assert_eq!(t.to_string(), "provider `t` timed out after 10 s");
     }
 }

@@ -17,20 +17,21 @@
 //! It is not where the gateway's own sentences are worded
 //! ([`crate::messages`]).
 
-pub mod frame;
-pub mod sanitise;
-pub mod schema;
-pub mod summary;
+pub(crate) mod frame;
+pub(crate) mod sanitise;
+pub(crate) mod schema;
+pub(crate) mod summary;
 
-pub use frame::{FrameHead, NoToken, fresh_token, neutralise};
+pub use frame::{FrameHead, NoToken, neutralise};
 pub use sanitise::{block, json_text, one_line, strip};
-pub use schema::{SchemaCut, property_schema, schema_text};
-pub use summary::result_text;
+pub(crate) use schema::property_schema;
+pub use schema::{ANNOTATION_CHARS, SchemaCut, schema_text};
+pub(crate) use summary::result_text;
 
 /// How long a description may be when shown whole, in characters.
 pub const MAX_DESCRIPTION_CHARS: usize = 2000;
 /// How long a description may be on an index line, in characters.
-pub const MAX_INDEX_DESCRIPTION_CHARS: usize = 120;
+pub(crate) const MAX_INDEX_DESCRIPTION_CHARS: usize = 120;
 /// How long a tool's input schema may be as a turn is shown it (in the
 /// exposure and by `describe`), in characters, the note saying what was
 /// left out included, unless only its names are left. The whole schema

@@ -1,7 +1,12 @@
-//! Provider kinds: how a registry entry becomes a running [`Provider`].
+//! Provider kinds: how a registry entry becomes a running [`Provider`],
+//! and everything a kind's author uses.
 //!
 //! A kind lives in its own crate and exports a const [`ProviderKind`]: a
-//! name and two functions. The kinds a program uses are a value, [`Kinds`],
+//! name, its keys and two functions ([`ProviderKind::new`]), and
+//! optionally a check of an entry's program ([`ProviderKind::with_check`]).
+//! It reads its keys with [`Fields`], says what is wrong with an entry as
+//! [`EntryProblem`]s, and starts a provider from a [`ConnectRequest`]. The
+//! kinds a program uses are a value, [`Kinds`],
 //! handed to the registry that reads the entries (and, through it, to the
 //! sessions that start them); the core never names a kind itself except
 //! [`DEFAULT_KIND`], the kind an entry without `"kind"` has.
@@ -19,10 +24,24 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+mod connector;
+mod fields;
+
 use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 
-use crate::{EntryProblem, Error, Provider};
+use crate::error::Error;
+use crate::provider::Provider;
+
+pub use crate::registry::position::Position;
+pub use crate::registry::problem::{EntryProblem, EntryProblemKind};
+pub use connector::{Connector, KindConnector};
+pub use fields::{Fields, type_name};
+
+/// The registration of a kind, for [`Kinds::linked`]:
+/// `spear_capabilities::kind::inventory::submit! { KIND }` in the kind's
+/// crate, with no dependency of its own.
+pub use inventory;
 
 /// The kind of an entry that has no `"kind"` key.
 pub const DEFAULT_KIND: &str = "mcp-stdio";
@@ -81,8 +100,28 @@ impl ConnectRequest {
     }
 }
 
-/// A registered kind of provider: a const record of a name, two functions
-/// and an optional check.
+/// A registered kind of provider: a const record of a name, its keys, two
+/// functions and an optional check, made with [`ProviderKind::new`] (a
+/// `const fn`) and [`ProviderKind::with_check`]:
+///
+/// ```
+/// use spear_capabilities::Error;
+/// use spear_capabilities::kind::{ConnectFuture, ConnectRequest, EntryProblem, KindSettings, ProviderKind};
+///
+/// fn validate(_: &KindSettings) -> Vec<EntryProblem> {
+///     Vec::new()
+/// }
+/// fn connect(req: ConnectRequest) -> ConnectFuture {
+///     Box::pin(async move {
+///         Err(Error::Start { provider: req.provider, reason: "example".into(), stderr: String::new() })
+///     })
+/// }
+/// pub const KIND: ProviderKind = ProviderKind::new("hello", &["greeting"], validate, connect);
+/// ```
+///
+/// It is `#[non_exhaustive]`: a part added later comes with a `with_*` of
+/// its own, and no kind has to name it.
+#[non_exhaustive]
 pub struct ProviderKind {
     /// The name an entry's `"kind"` key uses, e.g. `mcp-stdio`.
     pub name: &'static str,
@@ -101,6 +140,32 @@ pub struct ProviderKind {
     /// `None` for a kind that cannot tell before it starts.
     /// [`crate::Registry::check`] asks it.
     pub check: Option<CheckFn>,
+}
+
+impl ProviderKind {
+    /// The kind `name`, accepting `keys` besides the common ones, whose
+    /// entries `validate` checks and `connect` starts; it has no check.
+    pub const fn new(
+        name: &'static str,
+        keys: &'static [&'static str],
+        validate: fn(&KindSettings) -> Vec<EntryProblem>,
+        connect: fn(ConnectRequest) -> ConnectFuture,
+    ) -> Self {
+        Self {
+            name,
+            keys,
+            validate,
+            connect,
+            check: None,
+        }
+    }
+
+    /// With `check`, which says whether an entry's program could run
+    /// ([`ProviderKind::check`]).
+    pub const fn with_check(mut self, check: CheckFn) -> Self {
+        self.check = Some(check);
+        self
+    }
 }
 
 impl fmt::Debug for ProviderKind {
@@ -200,20 +265,8 @@ mod tests {
         })
     }
 
-    const ZZ: ProviderKind = ProviderKind {
-        name: "zz-test",
-        keys: &[],
-        validate: accept_all,
-        connect: never,
-        check: None,
-    };
-    const AA: ProviderKind = ProviderKind {
-        name: "aa-test",
-        keys: &[],
-        validate: accept_all,
-        connect: never,
-        check: None,
-    };
+    const ZZ: ProviderKind = ProviderKind::new("zz-test", &[], accept_all, never);
+    const AA: ProviderKind = ProviderKind::new("aa-test", &[], accept_all, never);
 
     inventory::submit! { ZZ }
     inventory::submit! { AA }

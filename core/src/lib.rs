@@ -1,45 +1,41 @@
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
-// The modules are the crate's own; what SPEAR and a kind author use is
-// re-exported below, and what only the CLI, benches, fuzz targets and tests
-// use is in `internals`.
+// The root is what an embedder (SPEAR) uses, with the provider trait and
+// its values flat (as object_store keeps its trait and values); a kind's
+// author finds the rest in `kind`, an audit reader in `audit`, the
+// registry's details in `registry`, what a turn is shown in `exposure`,
+// and the choice of a turn's providers in `selection`. What only the
+// CLI, benches, fuzz targets and tests use is in `internals`.
 mod admission;
 pub mod audit;
 mod checks;
 mod command;
 mod compiled;
-mod connector;
 mod error;
-mod exposure;
+pub mod exposure;
 mod framing;
 mod keywords;
-mod kind;
+pub mod kind;
 mod messages;
 mod names;
 mod notice;
 mod permission;
 mod provider;
-mod registry;
+pub mod registry;
 mod scope;
-mod selection;
+pub mod selection;
 mod session;
 mod shared;
+mod shown;
 mod tokens;
 mod turn;
 mod vetting;
+mod vocabulary;
 
-pub use audit::{
-    AUDIT_SCHEMA, Audit, AuditError, AuditEvent, AuditFailure, AuditRecord, AuditSink, AuditTime,
-    BadAuditTime, CandidateRecord, JsonLinesSink, MAX_AUDIT_ARGUMENT_BYTES, ModeName, NullSink,
-    Outcome,
-};
-pub use connector::{Connector, KindConnector};
-pub use error::{Error, TurnError, UnavailableReason};
-pub use exposure::{CapabilityClass, Exposure, Limits, Shown, ShownCapability, ShownUnavailable};
-pub use kind::{
-    CheckFn, ConnectFuture, ConnectRequest, DEFAULT_KIND, KindSettings, Kinds, ProviderKind,
-};
+pub use audit::Audit;
+pub use command::{CapabilityId, Command};
+pub use error::{Error, TurnError};
 pub use names::{Name, UnknownName};
 pub use notice::Notice;
 pub use permission::{Ask, Auto, PermissionMode, ReadOnly, WriteRequest};
@@ -47,33 +43,25 @@ pub use provider::{
     CallRequest, CallResult, Content, Provider, ProviderInfo, RejectedTool, ResourceBody, ToolList,
     ToolSpec,
 };
-pub use registry::{
-    CAPABILITIES_FILE_NAME, CAPABILITIES_FILE_VAR, EntryCheck, EntryProblem, EntryProblemKind,
-    EntryWarning, Fields, Position, ProviderEntry, RefusedEntry, Registry, RequestClass,
-    WritePolicy, type_name,
-};
-pub use scope::Scope;
-pub use selection::{Decision, Runtime, Selection, TurnContext, TurnKind, select};
+pub use registry::Registry;
+pub use selection::TurnContext;
 pub use session::{Session, SessionOptions};
 pub use shared::ProviderState;
 pub use tokens::{EstimatedTokens, TokenCounter};
-pub use turn::{Answer, AnswerStatus, Turn};
+pub use turn::{Answer, Turn};
+pub use vocabulary::{AnswerStatus, Runtime, TurnKind, UnavailableReason, WritePolicy};
 
 /// The attribute every implementation of [`Provider`], [`PermissionMode`]
-/// and [`Connector`] needs (their methods are `async`): re-exported so that
-/// an implementation needs no dependency of its own.
+/// and [`kind::Connector`] needs (their methods are `async`): re-exported
+/// so that an implementation needs no dependency of its own.
 pub use async_trait::async_trait;
 
-/// The registration of a provider kind, for [`Kinds::linked`]:
-/// `spear_capabilities::inventory::submit! { KIND }` in the kind's crate,
-/// with no dependency of its own.
-pub use inventory;
-
-/// The future [`Ask::new`] takes and [`ConnectFuture`] is: re-exported so
-/// that a mode or a kind needs no `futures` dependency of its own.
+/// The future [`Ask::new`] takes and [`kind::ConnectFuture`] is:
+/// re-exported so that a mode or a kind needs no `futures` dependency of
+/// its own.
 pub use futures::future::BoxFuture;
 
-/// The JSON values of [`KindSettings`], [`CallRequest`] and
+/// The JSON values of [`kind::KindSettings`], [`CallRequest`] and
 /// [`CallResult`]: re-exported so that an embedder or a kind uses the same
 /// version of `serde_json` as this crate.
 pub use serde_json;
@@ -97,45 +85,43 @@ pub mod internals {
     #![allow(missing_docs)]
 
     pub mod admission {
-        pub use crate::admission::{Admission, admit, class_of, tool_name_problem};
+        pub use crate::admission::{Admission, MAX_TOOL_NAME, admit, class_of, tool_name_problem};
     }
     pub mod checks {
         pub use crate::checks::ArgumentSchema;
     }
     pub mod command {
         pub use crate::command::{
-            COMMAND_NAME, CapabilityId, Command, Recognized, TokenKind, lex, recognize,
-            recognize_unfiltered,
+            COMMAND_NAME, Construct, Lexed, Recognized, Refusal, Token, TokenKind, Unterminated,
+            lex, recognize, recognize_unfiltered,
         };
-    }
-    pub mod exposure {
-        pub use crate::exposure::expose;
     }
     pub mod framing {
         pub use crate::framing::{
-            FrameHead, MAX_DESCRIPTION_CHARS, MAX_RESULT_CHARS, MAX_SHOWN_SCHEMA_CHARS,
-            MAX_SHOWN_SCHEMA_NAMES_CHARS, SchemaCut, block, json_text, neutralise, one_line,
-            schema_text, strip,
+            ANNOTATION_CHARS, FrameHead, MAX_DESCRIPTION_CHARS, MAX_RESULT_CHARS,
+            MAX_SHOWN_SCHEMA_CHARS, MAX_SHOWN_SCHEMA_NAMES_CHARS, NoToken, SchemaCut, block,
+            json_text, neutralise, one_line, schema_text, strip,
         };
     }
     pub mod messages {
         pub use crate::messages::{NO_RUNTIME, PROVIDER_LINE, index_line, schema_cut, seconds};
     }
     pub mod registry {
-        pub use crate::registry::{
-            BYTE_ORDER_MARK, CAPABILITIES_FILE_VAR, DEFAULT_TIMEOUT, MAX_ID_LEN,
-            MAX_REGISTRY_BYTES, RefusedEntry, edit_tree, open, read,
-        };
-    }
-    pub mod selection {
-        pub use crate::selection::{Decision, select};
+        pub use crate::registry::document::{BYTE_ORDER_MARK, edit_tree};
+        pub use crate::registry::file::{open, read};
     }
     pub mod session {
-        pub use crate::shared::{TIMEOUT_GRACE, start_budget, start_budget_waiting};
+        pub use crate::shared::{
+            START_BUDGET_FACTOR, TIMEOUT_GRACE, start_budget, start_budget_waiting,
+        };
+    }
+    pub mod tokens {
+        pub use crate::tokens::WORD_LETTERS;
     }
     pub mod vetting {
         pub use crate::vetting::{
-            ListingBudget, MAX_LISTING_PATTERN_BYTES, MAX_PATTERN_SIZE, MAX_SCHEMA_NODES,
+            Declared, ListingBudget, MAX_LISTING_PATTERN_BYTES, MAX_PATTERN_SIZE, MAX_SCHEMA_NODES,
+            Vetted,
         };
     }
 }

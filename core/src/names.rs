@@ -24,7 +24,7 @@ pub trait Name: Copy + Eq + fmt::Debug + Send + Sync + 'static {
 
 /// Every name of `T`, quoted and comma-separated, as messages list them:
 /// `"refuse", "confirm", "allow"`.
-pub fn quoted_names<T: Name>() -> String {
+pub(crate) fn quoted_names<T: Name>() -> String {
     T::ALL
         .iter()
         .map(|v| format!("{:?}", v.as_str()))
@@ -58,12 +58,14 @@ pub struct UnknownName {
 ///
 /// The enum gets `Debug, Clone, Copy, PartialEq, Eq, Hash` (more derives
 /// can be put on it), [`Name`], `Display` and `FromStr` by name, and
-/// `Serialize`/`Deserialize` as its name.
+/// `Serialize`/`Deserialize` as its name. A value's former names, when it
+/// had others, follow its name (`Value = "name" | "former"`): they are
+/// read as the value, never written.
 macro_rules! named {
     (
         $(#[$meta:meta])*
         $vis:vis enum $name:ident {
-            $( $(#[$vmeta:meta])* $variant:ident = $text:literal ),+ $(,)?
+            $( $(#[$vmeta:meta])* $variant:ident = $text:literal $(| $alias:literal)* ),+ $(,)?
         }
     ) => {
         $(#[$meta])*
@@ -97,12 +99,16 @@ macro_rules! named {
         impl ::std::str::FromStr for $name {
             type Err = $crate::names::UnknownName;
             fn from_str(s: &str) -> Result<Self, Self::Err> {
-                <$name as $crate::names::Name>::from_name(s).ok_or_else(|| {
-                    $crate::names::UnknownName {
+                if let Some(value) = <$name as $crate::names::Name>::from_name(s) {
+                    return Ok(value);
+                }
+                match s {
+                    $( $( $alias => Ok($name::$variant), )* )+
+                    _ => Err($crate::names::UnknownName {
                         found: s.to_owned(),
                         allowed: $crate::names::quoted_names::<$name>(),
-                    }
-                })
+                    }),
+                }
             }
         }
 

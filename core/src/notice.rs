@@ -4,7 +4,9 @@
 //! that is losing records: each is said once, by [`crate::Session::take_notices`].
 //! SPEAR words them as it likes, or uses [`Notice::text`].
 
-use crate::{AuditFailure, UnavailableReason, messages};
+use crate::audit::AuditFailure;
+use crate::messages;
+use crate::vocabulary::UnavailableReason;
 
 /// Something the person should hear of, said once in the session's life.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -18,9 +18,12 @@ use async_trait::async_trait;
 use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 
-use crate::audit::{MAX_AUDIT_ARGUMENT_BYTES, bounded_arguments};
+use crate::audit::bounded_arguments;
 use crate::framing::{block, json_text, one_line};
 use crate::registry::WritePolicy;
+
+#[cfg(doc)]
+use crate::audit::MAX_AUDIT_ARGUMENT_BYTES;
 
 /// A WRITE the turn wants to run, as shown to the person asked.
 ///
@@ -213,6 +216,7 @@ impl PermissionMode for Ask {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::audit::MAX_AUDIT_ARGUMENT_BYTES;
     use serde_json::json;
 
     #[test]

@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::Error;
+use crate::error::Error;
 
 /// One tool as its provider describes it. Everything in it is untrusted text.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -452,7 +452,7 @@ pub trait Provider: Debug + Send + Sync + 'static {
     /// Calls one tool.
     ///
     /// # Errors
-    /// [`Error::CallRejected`] when the provider answered this call with an
+    /// [`Error::CallError`] when the provider answered this call with an
     /// error; any other error means the provider itself failed.
     ///
     /// # Cancel safety

@@ -24,28 +24,26 @@
 //! kinds) nor where a turn's providers are chosen ([`crate::selection`]).
 
 mod check;
-mod document;
+pub(crate) mod document;
 mod entry;
-mod fields;
-mod file;
-mod position;
-mod problem;
+pub(crate) mod file;
+pub(crate) mod position;
+pub(crate) mod problem;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::Error;
 use crate::audit::{Audit, AuditEvent};
+use crate::error::Error;
 use crate::kind::Kinds;
 
+pub use crate::scope::{Scope, ScopeError};
+pub use crate::vocabulary::{RequestClass, WritePolicy};
 pub use check::{EntryCheck, EntryWarning};
-pub use document::{BYTE_ORDER_MARK, edit_tree};
-pub use entry::{ProviderEntry, RequestClass, WritePolicy};
-pub use fields::{Fields, type_name};
-pub use file::{MAX_REGISTRY_BYTES, open, read};
-pub use position::Position;
-pub use problem::{EntryProblem, EntryProblemKind, RefusedEntry};
+pub use entry::ProviderEntry;
+pub use file::MAX_REGISTRY_BYTES;
+pub use problem::RefusedEntry;
 
 /// The environment variable naming the capabilities file.
 pub const CAPABILITIES_FILE_VAR: &str = "SPEAR_CAPABILITIES_FILE";
@@ -81,7 +79,7 @@ impl Registry {
     ///
     /// ```
     /// use std::path::Path;
-    /// use spear_capabilities::{CAPABILITIES_FILE_VAR, Registry};
+    /// use spear_capabilities::{registry::CAPABILITIES_FILE_VAR, Registry};
     /// let file = Registry::locate(
     ///     Path::new("/etc/spear/projects.json"),
     ///     std::env::var_os(CAPABILITIES_FILE_VAR),
@@ -128,7 +126,7 @@ impl Registry {
     /// The bytes are UTF-8 JSON (a byte-order mark at the start is
     /// accepted), read strictly: no comment, no trailing comma. A key given
     /// twice means neither copy: in an entry it refuses the entry
-    /// ([`EntryProblemKind::DuplicateKey`]), outside the entries it is an
+    /// ([`crate::kind::EntryProblemKind::DuplicateKey`]), outside the entries it is an
     /// error of the file.
     ///
     /// # Errors

@@ -7,61 +7,15 @@
 //! decision is one `capability_family_selected` audit record.
 //!
 //! It decides from the registry alone: it starts nothing and knows nothing
-//! of a provider's state ([`crate::session`] does).
+//! of a provider's state (a [`crate::Session`] does).
 
 use std::path::PathBuf;
 
 use crate::audit::{Audit, AuditEvent, CandidateRecord};
-use crate::names::named;
-use crate::registry::{Registry, RequestClass};
+use crate::registry::Registry;
+use crate::vocabulary::RequestClass;
 
-named! {
-    /// What a turn is doing.
-    #[non_exhaustive]
-    pub enum TurnKind {
-        /// An implementation turn (class `implementation`).
-        Implementation = "implementation",
-        /// The implementation pass of a MIXED change (class `mixed`).
-        Mixed = "mixed",
-        /// A general question (class `general`, READ capabilities only).
-        General = "general",
-        /// A question about a bound standard: never served.
-        StandardQuestion = "standard-question",
-        /// The normative pre-pass: never served.
-        NormativePrepass = "normative-prepass",
-        /// The compliance check: never served.
-        ComplianceCheck = "compliance-check",
-    }
-}
-
-impl TurnKind {
-    /// The request class an entry's `tasks` must list, or `None` for the
-    /// kinds that external capabilities never reach.
-    pub fn class(self) -> Option<RequestClass> {
-        match self {
-            TurnKind::Implementation => Some(RequestClass::Implementation),
-            TurnKind::Mixed => Some(RequestClass::Mixed),
-            TurnKind::General => Some(RequestClass::General),
-            TurnKind::StandardQuestion | TurnKind::NormativePrepass | TurnKind::ComplianceCheck => {
-                None
-            }
-        }
-    }
-}
-
-named! {
-    /// The runtime a turn runs on.
-    #[derive(Default)]
-    #[non_exhaustive]
-    pub enum Runtime {
-        /// The current runtime, which has the capability gateway.
-        #[default]
-        Current = "current",
-        /// SPEAR's earlier runtime (a change in a standard-bound session that
-        /// does not concern the standard): it has no capability gateway.
-        Earlier = "earlier",
-    }
-}
+pub use crate::vocabulary::{Decision, Runtime, TurnKind};
 
 /// What SPEAR knows of a turn when choosing its providers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,47 +66,6 @@ impl TurnContext {
     pub fn with_runtime(mut self, runtime: Runtime) -> Self {
         self.runtime = runtime;
         self
-    }
-}
-
-named! {
-    /// The decision about one candidate.
-    #[non_exhaustive]
-    pub enum Decision {
-        /// It reaches the turn.
-        Selected = "selected",
-        /// The turn runs on the earlier runtime, which has no gateway.
-        EarlierRuntime = "earlier_runtime",
-        /// The turn's kind is never served external capabilities.
-        ClassNeverServed = "class_never_served",
-        /// The turn's tree is not a registered project.
-        UnregisteredTree = "unregistered_tree",
-        /// The entry has `"enabled": false`.
-        Disabled = "disabled",
-        /// The entry has no scope, so it applies nowhere.
-        NoScope = "no_scope",
-        /// The entry's scope does not cover the turn.
-        ScopeDoesNotCover = "scope_does_not_cover",
-        /// The entry's `tasks` do not list the turn's class.
-        TaskNotServed = "task_not_served",
-    }
-}
-
-impl Decision {
-    /// A short phrase for people.
-    pub fn phrase(self) -> &'static str {
-        match self {
-            Decision::Selected => "selected",
-            Decision::EarlierRuntime => "the earlier runtime has no capability gateway",
-            Decision::ClassNeverServed => {
-                "this kind of turn is never offered external capabilities"
-            }
-            Decision::UnregisteredTree => "the turn's tree is not a registered project",
-            Decision::Disabled => "disabled",
-            Decision::NoScope => "no scope, so it applies nowhere",
-            Decision::ScopeDoesNotCover => "its scope does not cover the turn",
-            Decision::TaskNotServed => "its tasks do not include the turn's class",
-        }
     }
 }
 
@@ -249,24 +162,4 @@ pub fn select(registry: &Registry, turn: &TurnContext, audit: &Audit) -> Selecti
             .collect(),
     });
     selection
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::names::Name;
-
-    #[test]
-    fn names_are_the_serialised_names() {
-        for &k in TurnKind::ALL {
-            assert_eq!(serde_json::to_value(k).ok(), Some(k.as_str().into()));
-            assert_eq!(TurnKind::from_name(k.as_str()), Some(k));
-        }
-        for &r in Runtime::ALL {
-            assert_eq!(serde_json::to_value(r).ok(), Some(r.as_str().into()));
-            assert_eq!(Runtime::from_name(r.as_str()), Some(r));
-        }
-        assert_eq!(TurnKind::from_name("chat"), None);
-        assert_eq!(TurnKind::StandardQuestion.to_string(), "standard-question");
-    }
 }

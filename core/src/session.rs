@@ -65,9 +65,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::audit::{Audit, AuditEvent, AuditFailure, ModeName, SessionEnd};
-use crate::connector::{Connector, KindConnector};
 use crate::error::Error;
 use crate::error::TurnError;
+use crate::kind::{Connector, KindConnector};
 use crate::notice::Notice;
 use crate::registry::Registry;
 use crate::selection::{TurnContext, select};

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::audit::{Audit, AuditEvent, SessionEnd};
-use crate::connector::Connector;
+use crate::kind::Connector;
 use crate::notice::Notice;
 use crate::provider::Provider;
 use crate::registry::Registry;
@@ -35,7 +35,7 @@ pub(crate) use state::{Ended, Ready, View};
 pub const TIMEOUT_GRACE: Duration = Duration::from_secs(1);
 
 /// The most times one provider is started again in a session.
-pub const MAX_RESTARTS: u32 = 3;
+pub(crate) const MAX_RESTARTS: u32 = 3;
 
 /// The most schema checks of one provider's calls (of their arguments, of
 /// their structured results) that run off the calling thread at once in a
@@ -45,7 +45,7 @@ pub const MAX_RESTARTS: u32 = 3;
 /// check holds at most this many threads busy. A check that finds no place
 /// free within its call's bound is not run (the arguments: the call is
 /// refused; a result: it is said not checked).
-pub const MAX_CHECKS_IN_FLIGHT: usize = 2;
+pub(crate) const MAX_CHECKS_IN_FLIGHT: usize = 2;
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())

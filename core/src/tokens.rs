@@ -43,7 +43,7 @@ pub struct EstimatedTokens;
 pub const WORD_LETTERS: usize = 9;
 /// Punctuation characters per token: o200k has most runs of JSON's
 /// punctuation (`":{"`, `"},"`) as one token.
-pub const PUNCTUATION_CHARS: usize = 3;
+pub(crate) const PUNCTUATION_CHARS: usize = 3;
 /// Digits per token: o200k cuts numbers into threes.
 const DIGITS: usize = 3;
 

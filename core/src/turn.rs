@@ -11,9 +11,11 @@
 //! It is not where sentences are worded ([`crate::messages`]) nor where
 //! providers are started ([`crate::session`]).
 //!
-//! About 460 lines, kept whole: a turn's state and its answers to `list`,
-//! `describe` and every refusal read together; `invoke` is `turn/call.rs`.
+//! A turn's state and its answers to `list`, `describe` and every refusal
+//! are this file; how it begins is `turn/begin.rs`, `invoke` is
+//! `turn/call.rs` and the checks of a call `turn/check.rs`.
 
+mod begin;
 mod call;
 mod check;
 
@@ -21,46 +23,22 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use tokio::time::Instant;
-
 use serde_json::Value;
 
 use crate::admission::Tool;
 use crate::audit::{Audit, AuditEvent};
 use crate::command::{CapabilityId, Command, Recognized, Refusal, recognize};
-use crate::exposure::{
-    CapabilityClass, Exposure, Shown, ShownCapability, ShownUnavailable, expose,
-};
 use crate::framing::{
     MAX_SHOWN_SCHEMA_CHARS, MAX_SHOWN_SCHEMA_NAMES_CHARS, one_line, property_schema, schema_text,
 };
 use crate::messages;
-use crate::names::named;
-use crate::selection::{TurnContext, select};
-use crate::shared::{Ended, Ready, Shared, Slot, View};
-use crate::{CallResult, TurnError, UnavailableReason};
+use crate::provider::CallResult;
+use crate::shared::{Ended, Ready, Shared, Slot};
+use crate::shown::{Shown, ShownCapability};
+use crate::vocabulary::{AnswerStatus, UnavailableReason};
 
 /// The most characters of a command line the audit trail keeps.
-pub const MAX_AUDIT_COMMAND_CHARS: usize = 1024;
-
-named! {
-    /// How an answer came out.
-    #[non_exhaustive]
-    pub enum AnswerStatus {
-        /// The command did what it asked.
-        Ok = "ok",
-        /// The command was refused before reaching a provider.
-        Refused = "refused",
-        /// The provider it needs is unavailable.
-        Unavailable = "unavailable",
-        /// The provider or tool reported a failure.
-        Failed = "failed",
-        /// The call was sent and its outcome is not known (the session
-        /// closed before its answer came): it may have run. Neither ok nor
-        /// refused; retrying it may do it twice.
-        OutcomeUnknown = "outcome_unknown",
-    }
-}
+pub(crate) const MAX_AUDIT_COMMAND_CHARS: usize = 1024;
 
 /// SPEAR's answer to a recognized command.
 ///
@@ -185,152 +163,6 @@ enum Resolved<'a> {
 }
 
 impl Turn {
-    /// Selects the turn's providers, gets them going (a start, a restart),
-    /// waits for them as a turn does, and builds what the turn is shown;
-    /// audits the choice and the exposure. With `only`, the selected
-    /// providers it does not name are left alone and out of the family.
-    pub(crate) async fn begin(
-        session: Arc<Shared>,
-        context: &TurnContext,
-        only: Option<&[&str]>,
-    ) -> Result<Turn, TurnError> {
-        let number = session.next_turn();
-        let id = number.to_string();
-        let audit = session.audit.for_turn(id.clone());
-        let mut turn = Turn {
-            number,
-            id,
-            audit,
-            mode: TurnMode::Gateway,
-            read_only: false,
-            shown: expose(
-                Vec::new(),
-                Vec::new(),
-                &session.options.limits,
-                &*session.options.tokens,
-            ),
-            admitted: BTreeMap::new(),
-            family: Vec::new(),
-            session,
-        };
-        if turn.session.is_closed() {
-            return Err(turn.cannot_begin(TurnError::SessionClosed));
-        }
-        if tokio::runtime::Handle::try_current().is_err() {
-            return Err(turn.cannot_begin(TurnError::NoRuntime));
-        }
-        let selection = select(&turn.session.registry, context, &turn.audit);
-        turn.read_only = selection.read_only;
-        if !selection.gateway {
-            turn.audit.emit(AuditEvent::GatewayAbsent {
-                reason: "earlier runtime".to_owned(),
-            });
-            turn.mode = TurnMode::NoGateway;
-            turn.shown.text = messages::NO_GATEWAY.to_owned();
-            return Ok(turn);
-        }
-        if !selection.class_served {
-            turn.mode = TurnMode::NotServed;
-            return Ok(turn);
-        }
-        let inner = &turn.session;
-        let slots: Vec<Arc<Slot>> = selection
-            .selected()
-            .filter(|id| only.is_none_or(|only| only.contains(id)))
-            .filter_map(|id| inner.slot(id))
-            .collect();
-        for slot in &slots {
-            slot.prepare(inner, number, &turn.audit);
-        }
-        let begun = Instant::now();
-        let options = &inner.options;
-        futures::future::join_all(
-            slots
-                .iter()
-                .map(|s| s.wait(begun, options.start_timeout(s.entry.timeout))),
-        )
-        .await;
-        let mut family = Vec::with_capacity(slots.len());
-        for slot in slots {
-            let found = match slot.view(inner) {
-                View::Ready(ready) => Found::Ready(ready),
-                View::Unavailable(reason) => Found::Unavailable(reason),
-                View::Closed => return Err(turn.cannot_begin(TurnError::SessionClosed)),
-            };
-            family.push((slot, found));
-        }
-        turn.family = family;
-        turn.expose_family();
-        Ok(turn)
-    }
-
-    /// Records why the turn cannot begin, and says it.
-    fn cannot_begin(&self, why: TurnError) -> TurnError {
-        let reason = match why {
-            TurnError::SessionClosed => "session closed".to_owned(),
-            TurnError::NoRuntime => why.to_string(),
-        };
-        self.audit.emit(AuditEvent::GatewayAbsent { reason });
-        why
-    }
-
-    /// Admits the ready providers' tools (READ only, for a read-only turn),
-    /// names the others unavailable, and audits what the turn was shown.
-    fn expose_family(&mut self) {
-        let mut capabilities = Vec::new();
-        let mut unavailable = Vec::new();
-        for (slot, found) in &self.family {
-            match found {
-                Found::Ready(ready) => {
-                    let mut tools = BTreeMap::new();
-                    for (index, tool) in ready.tools.iter().enumerate() {
-                        if self.read_only && tool.shown.class == CapabilityClass::Write {
-                            continue;
-                        }
-                        let admitted = Admitted {
-                            slot: Arc::clone(slot),
-                            ready: Arc::clone(ready),
-                            index,
-                            described: AtomicBool::new(false),
-                        };
-                        tools.insert(tool.name.clone(), admitted);
-                        capabilities.push(tool.shown.clone());
-                    }
-                    self.admitted.insert(slot.entry.id.clone(), tools);
-                }
-                Found::Unavailable(reason) => unavailable.push(ShownUnavailable {
-                    provider: slot.entry.id.clone(),
-                    reason: *reason,
-                }),
-            }
-        }
-        let options = &self.session.options;
-        self.shown = expose(capabilities, unavailable, &options.limits, &*options.tokens);
-        if self.family.is_empty() {
-            return;
-        }
-        let shown = &self.shown;
-        let capabilities = shown.capabilities.iter().map(|c| c.id.clone()).collect();
-        let unavailable = shown
-            .unavailable
-            .iter()
-            .map(|u| u.provider.clone())
-            .collect();
-        let tokens = shown.tokens;
-        self.audit.emit(match shown.exposure {
-            Exposure::Index => AuditEvent::CapabilityIndexExposed {
-                capabilities,
-                tokens,
-                unavailable,
-            },
-            Exposure::Whole | Exposure::None => AuditEvent::CapabilityFamilyExposed {
-                capabilities,
-                tokens,
-                unavailable,
-            },
-        });
-    }
-
     /// Why provider `found` of the family is unavailable to the turn now,
     /// if it is: unavailable when the turn began, or failed since.
     fn unavailable_now(found: &Found) -> Option<UnavailableReason> {

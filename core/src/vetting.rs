@@ -39,7 +39,7 @@ pub use crate::compiled::MAX_PATTERN_SIZE;
 /// `framing::MAX_SHOWN_SCHEMA_CHARS`); the work a schema can cause is
 /// bounded by [`MAX_SCHEMA_NODES`], [`MAX_SCHEMA_DEPTH`] and the pattern
 /// budgets.
-pub const MAX_SCHEMA_BYTES: usize = 1024 * 1024;
+pub(crate) const MAX_SCHEMA_BYTES: usize = 1024 * 1024;
 
 /// The most schema nodes validation of one schema can reach when every
 /// `$ref` is followed (a `$ref` back to a schema it is inside counts once).
@@ -49,7 +49,7 @@ pub const MAX_SCHEMA_NODES: u64 = 100_000;
 
 /// The most bytes of compact JSON all the distinct schemas of one listing
 /// may come to.
-pub const MAX_LISTING_SCHEMA_BYTES: usize = 16 * 1024 * 1024;
+pub(crate) const MAX_LISTING_SCHEMA_BYTES: usize = 16 * 1024 * 1024;
 
 /// The most bytes the distinct regular expressions of one listing may take
 /// compiled, all together (a pattern that fails counts as much as the limit
@@ -58,7 +58,7 @@ pub const MAX_LISTING_SCHEMA_BYTES: usize = 16 * 1024 * 1024;
 pub const MAX_LISTING_PATTERN_BYTES: usize = 4 * 1024 * 1024;
 
 /// The deepest a schema may nest, counting every `$ref` followed.
-pub const MAX_SCHEMA_DEPTH: usize = 128;
+pub(crate) const MAX_SCHEMA_DEPTH: usize = 128;
 
 /// The argument names a schema declares or admits.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

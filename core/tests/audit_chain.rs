@@ -9,7 +9,10 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use spear_capabilities::audit::{BreakReason, JsonLinesOptions, TrailStatus, Verdict, verify};
-use spear_capabilities::{Audit, AuditEvent, JsonLinesSink};
+use spear_capabilities::{
+    Audit,
+    audit::{AuditEvent, JsonLinesSink},
+};
 
 fn refused(entry: &str) -> AuditEvent {
     AuditEvent::ProviderRefused {

@@ -10,7 +10,8 @@ use std::sync::{Arc, Mutex};
 use common::{Bench, begin};
 use serde_json::json;
 use spear_capabilities::{
-    AnswerStatus, Audit, AuditError, AuditRecord, AuditSink, Auto, Notice, Session, SessionOptions,
+    AnswerStatus, Audit, Auto, Notice, Session, SessionOptions,
+    audit::{AuditError, AuditRecord, AuditSink},
 };
 use spear_testkit::ours;
 

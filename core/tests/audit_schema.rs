@@ -6,8 +6,10 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::json;
 use spear_capabilities::{
-    AUDIT_SCHEMA, Audit, AuditError, AuditEvent, AuditRecord, AuditSink, AuditTime, ModeName,
-    Outcome,
+    Audit,
+    audit::{
+        AUDIT_SCHEMA, AuditError, AuditEvent, AuditRecord, AuditSink, AuditTime, ModeName, Outcome,
+    },
 };
 
 /// A sink that keeps the typed records.

@@ -11,7 +11,8 @@ use std::time::Duration;
 use common::{Bench, begin, implementation};
 use serde_json::json;
 use spear_capabilities::{
-    AnswerStatus, Audit, AuditError, AuditRecord, AuditSink, Auto, Session, SessionOptions,
+    AnswerStatus, Audit, Auto, Session, SessionOptions,
+    audit::{AuditError, AuditRecord, AuditSink},
 };
 use spear_testkit::{MockHandle, ours};
 

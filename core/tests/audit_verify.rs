@@ -6,7 +6,10 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use spear_capabilities::audit::{AuditKey, BreakReason, JsonLinesOptions, TrailStatus, verify};
-use spear_capabilities::{Audit, AuditEvent, JsonLinesSink, ModeName};
+use spear_capabilities::{
+    Audit,
+    audit::{AuditEvent, JsonLinesSink, ModeName},
+};
 
 /// The sink's output, shared with the test.
 #[derive(Clone, Default)]

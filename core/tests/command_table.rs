@@ -4,9 +4,8 @@
 //! is the test that `docs/spec-coverage.md` points at.
 
 use serde_json::Value;
-use spear_capabilities::internals::command::{
-    Command, Recognized, recognize, recognize_unfiltered,
-};
+use spear_capabilities::Command;
+use spear_capabilities::internals::command::{Recognized, recognize, recognize_unfiltered};
 
 /// What a row expects.
 #[derive(Debug, Clone, Copy)]

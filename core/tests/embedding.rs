@@ -12,8 +12,9 @@ use common::{Bench, begin, implementation};
 use futures::future::BoxFuture;
 use serde_json::json;
 use spear_capabilities::{
-    AnswerStatus, Ask, AuditRecord, AuditSink, Auto, Error, PermissionMode, ProviderState,
-    TurnError, WritePolicy, WriteRequest, async_trait,
+    AnswerStatus, Ask, Auto, Error, PermissionMode, ProviderState, TurnError, WritePolicy,
+    WriteRequest, async_trait,
+    audit::{AuditRecord, AuditSink},
 };
 use spear_testkit::{MockHandle, ours};
 
@@ -256,7 +257,7 @@ impl PermissionMode for Tally {
 struct Counter(Arc<Mutex<usize>>);
 
 impl AuditSink for Counter {
-    fn record(&self, _: AuditRecord) -> Result<(), spear_capabilities::AuditError> {
+    fn record(&self, _: AuditRecord) -> Result<(), spear_capabilities::audit::AuditError> {
         *self.0.lock().expect("lock") += 1;
         Ok(())
     }
@@ -298,9 +299,13 @@ async fn an_embedder_writes_its_own_mode_and_sink_with_what_the_crate_exports() 
 #[tokio::test]
 async fn an_embedder_needs_nothing_but_the_crate_root() {
     use spear_capabilities::serde_json::{Map, Value};
-    use spear_capabilities::{BoxFuture, CapabilityClass, RequestClass, TurnKind};
-    let _registration = spear_capabilities::inventory::iter::<spear_capabilities::ProviderKind>;
-    let settings: spear_capabilities::KindSettings = Map::from_iter([("k".into(), Value::Null)]);
+    use spear_capabilities::{
+        BoxFuture, TurnKind, exposure::CapabilityClass, registry::RequestClass,
+    };
+    let _registration =
+        spear_capabilities::kind::inventory::iter::<spear_capabilities::kind::ProviderKind>;
+    let settings: spear_capabilities::kind::KindSettings =
+        Map::from_iter([("k".into(), Value::Null)]);
     assert_eq!(settings.len(), 1);
     let ask = Ask::new(|_: WriteRequest| -> BoxFuture<'static, bool> { Box::pin(async { true }) });
     assert_eq!(ask.name(), "ask");
@@ -330,7 +335,7 @@ async fn an_embedder_needs_nothing_but_the_crate_root() {
 /// with where it is in the file.
 #[test]
 fn an_embedder_tells_what_is_wrong_with_an_entry_by_its_kind() {
-    use spear_capabilities::{Audit, EntryProblemKind, Registry};
+    use spear_capabilities::{Audit, Registry, kind::EntryProblemKind};
     let text = br#"{"providers": [
   {"id": "notes", "kind": "mock", "scope": "global", "timout": 5},
   {"id": "notes", "kind": "mock", "write": "allow", "write": "refuse"}

@@ -340,7 +340,7 @@ async fn non_text_content_is_summarised_and_iserror_is_a_framed_failure() {
         .collect();
     assert_eq!(
         outcomes,
-        [json!("ok"), json!("tool_error"), json!("rejected")]
+        [json!("ok"), json!("tool_error"), json!("provider_error")]
     );
 }
 

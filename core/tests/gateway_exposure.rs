@@ -9,8 +9,8 @@ use common::{Bench, implementation, turn};
 use serde_json::json;
 use spear_capabilities::internals::tokens::WORD_LETTERS;
 use spear_capabilities::{
-    AnswerStatus, Auto, CapabilityClass, EstimatedTokens, Exposure, Runtime, TokenCounter,
-    ToolSpec, TurnKind,
+    AnswerStatus, Auto, EstimatedTokens, Runtime, TokenCounter, ToolSpec, TurnKind,
+    exposure::{CapabilityClass, Exposure},
 };
 use spear_testkit::{MockHandle, ours};
 

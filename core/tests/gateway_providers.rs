@@ -10,7 +10,7 @@ use common::{Bench, begin, implementation, shown_ids};
 use serde_json::json;
 use spear_capabilities::internals::session::TIMEOUT_GRACE;
 use spear_capabilities::{
-    AnswerStatus, Auto, Exposure, Notice, Session, SessionOptions, UnavailableReason,
+    AnswerStatus, Auto, Notice, Session, SessionOptions, UnavailableReason, exposure::Exposure,
 };
 use spear_testkit::{MockFailure, ours};
 
@@ -315,11 +315,11 @@ async fn a_read_name_the_provider_does_not_offer_is_recorded_and_changes_nothing
     // says: recorded for the operator, never guessed at.
     assert_eq!(
         class("time/convert_time"),
-        Some(spear_capabilities::CapabilityClass::Write)
+        Some(spear_capabilities::exposure::CapabilityClass::Write)
     );
     assert_eq!(
         class("time/get_time"),
-        Some(spear_capabilities::CapabilityClass::Read)
+        Some(spear_capabilities::exposure::CapabilityClass::Read)
     );
     let events = b.sink.named("read_not_offered");
     assert_eq!(events.len(), 1, "{events:?}");

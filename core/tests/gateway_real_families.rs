@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use common::{Bench, implementation};
 use serde_json::{Value, json};
-use spear_capabilities::{Auto, Exposure, ToolSpec};
+use spear_capabilities::{Auto, ToolSpec, exposure::Exposure};
 use spear_testkit::MockHandle;
 
 /// Loads the tools of `server` named in `only` (all when it is empty).
@@ -44,7 +44,7 @@ fn snapshot(name: &str, text: &str) {
     );
 }
 
-async fn shown(servers: &[(&str, &str, &[&str])]) -> spear_capabilities::Shown {
+async fn shown(servers: &[(&str, &str, &[&str])]) -> spear_capabilities::exposure::Shown {
     let all: Vec<_> = servers
         .iter()
         .map(|&(id, server, read)| (id, server, read, &[][..]))
@@ -54,7 +54,9 @@ async fn shown(servers: &[(&str, &str, &[&str])]) -> spear_capabilities::Shown {
 
 /// [`shown`], each server with only the tools its last list names (all when
 /// it is empty).
-async fn shown_only(servers: &[(&str, &str, &[&str], &[&str])]) -> spear_capabilities::Shown {
+async fn shown_only(
+    servers: &[(&str, &str, &[&str], &[&str])],
+) -> spear_capabilities::exposure::Shown {
     let entries: Vec<Value> = servers
         .iter()
         .map(|(id, _, read, _)| json!({"id": id, "scope": "global", "read": read}))

@@ -16,7 +16,9 @@ use spear_capabilities::internals::framing::{
     MAX_SHOWN_SCHEMA_CHARS, MAX_SHOWN_SCHEMA_NAMES_CHARS, SchemaCut, json_text,
 };
 use spear_capabilities::internals::messages::{PROVIDER_LINE, schema_cut};
-use spear_capabilities::{AnswerStatus, Auto, EstimatedTokens, Exposure, TokenCounter, ToolSpec};
+use spear_capabilities::{
+    AnswerStatus, Auto, EstimatedTokens, TokenCounter, ToolSpec, exposure::Exposure,
+};
 use spear_testkit::{MockHandle, ours};
 
 /// A schema of about 354 000 characters: a 300 000-character description,

@@ -12,6 +12,7 @@ use common::{Bench, begin};
 use serde_json::{Value, json};
 use spear_capabilities::internals::session::TIMEOUT_GRACE;
 use spear_capabilities::{AnswerStatus, Auto, CallResult, Content, ToolSpec};
+use spear_testkit::schemas::doubling_defs;
 use spear_testkit::{MockHandle, ours};
 
 fn weather_schema() -> Value {
@@ -141,17 +142,7 @@ async fn an_output_schema_that_cannot_be_used_is_said_once_and_results_go_unchec
 /// result's items reaches about 2^11 schema nodes (10 levels, each referring
 /// twice to the next), so that 30 000 items take tens of seconds to check.
 fn slow_schema() -> Value {
-    let levels = 10;
-    let mut defs = serde_json::Map::new();
-    for i in 0..levels {
-        let next = format!("#/$defs/d{}", i + 1);
-        defs.insert(
-            format!("d{i}"),
-            json!({"allOf": [{"$ref": next}, {"$ref": next, "minLength": 0}]}),
-        );
-    }
-    defs.insert(format!("d{levels}"), json!({}));
-    json!({"type": "object", "$defs": defs,
+    json!({"type": "object", "$defs": doubling_defs(10),
            "properties": {"items": {"type": "array", "items": {"$ref": "#/$defs/d0"}}}})
 }
 

@@ -5,10 +5,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::Value;
-use spear_capabilities::internals::registry::{self, DEFAULT_TIMEOUT};
+use spear_capabilities::registry::{self, DEFAULT_TIMEOUT, MAX_REGISTRY_BYTES};
 use spear_capabilities::{
-    EntryProblem, EntryProblemKind, EntryWarning, Error, KindSettings, Kinds, ProviderKind,
-    Registry, RequestClass, Scope, WritePolicy,
+    Error, Registry, WritePolicy,
+    kind::{EntryProblem, EntryProblemKind, KindSettings, Kinds, ProviderKind},
+    registry::{EntryWarning, RequestClass, Scope},
 };
 use spear_testkit::RecordingSink;
 
@@ -28,13 +29,13 @@ fn check(settings: &KindSettings, _base: &Path) -> Result<(), String> {
 }
 
 /// The one kind of these tests: takes `command` and `env`, like mcp-stdio.
-const PROC: ProviderKind = ProviderKind {
-    name: "proc",
-    keys: &["command", "env"],
+const PROC: ProviderKind = ProviderKind::new(
+    "proc",
+    &["command", "env"],
     validate,
-    connect: spear_testkit::kinds::started_elsewhere,
-    check: Some(check),
-};
+    spear_testkit::kinds::started_elsewhere,
+)
+.with_check(check);
 
 fn kinds() -> Kinds {
     Kinds::new([&PROC]).expect("one kind")
@@ -753,7 +754,7 @@ fn a_file_past_its_bound_is_refused_and_one_at_it_is_read() {
     let body = r#"{"providers": []}"#;
     let at_bound = format!(
         "{body}{}",
-        " ".repeat(registry::MAX_REGISTRY_BYTES as usize - body.len())
+        " ".repeat(MAX_REGISTRY_BYTES as usize - body.len())
     );
     std::fs::write(&path, &at_bound).expect("write");
     Registry::load(&path, &kinds(), &spear_capabilities::Audit::null()).expect("at the bound");

@@ -3,7 +3,10 @@
 mod common;
 
 use serde_json::json;
-use spear_capabilities::{Decision, Registry, Runtime, TurnContext, TurnKind, select};
+use spear_capabilities::{
+    Registry, Runtime, TurnContext, TurnKind,
+    selection::{Decision, select},
+};
 use spear_testkit::RecordingSink;
 
 /// One registry of providers, one per way of being scoped.

@@ -13,7 +13,8 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use spear_capabilities::{CapabilityClass, EstimatedTokens, ShownCapability, TokenCounter};
+use spear_capabilities::exposure::{CapabilityClass, ShownCapability};
+use spear_capabilities::{EstimatedTokens, TokenCounter};
 
 /// The real tokenizer, as a counter.
 struct O200k(tiktoken_rs::CoreBPE);

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use spear_capabilities::{
-    Audit, JsonLinesSink, ReadOnly, Session, SessionOptions, TurnContext, TurnKind,
+    Audit, ReadOnly, Session, SessionOptions, TurnContext, TurnKind, audit::JsonLinesSink,
 };
 
 #[tokio::main(flavor = "current_thread")]

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use spear_capabilities::{Audit, JsonLinesSink, TurnContext, TurnKind, select};
+use spear_capabilities::{Audit, TurnContext, TurnKind, audit::JsonLinesSink, selection::select};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();

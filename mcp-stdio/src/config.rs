@@ -3,9 +3,8 @@
 use std::collections::BTreeMap;
 
 use serde_json::Value;
-use spear_capabilities::EntryProblemKind::{EmptyCommand, WrongType};
-use spear_capabilities::{EntryProblem, KindSettings};
-use spear_capabilities::{Fields, type_name};
+use spear_capabilities::kind::EntryProblemKind::{EmptyCommand, WrongType};
+use spear_capabilities::kind::{EntryProblem, Fields, KindSettings, type_name};
 
 /// The keys this kind accepts besides the common ones.
 pub const KEYS: &[&str] = &["command", "env"];
@@ -103,7 +102,7 @@ impl ServerConfig {
 mod tests {
     use super::*;
     use serde_json::json;
-    use spear_capabilities::EntryProblemKind;
+    use spear_capabilities::kind::EntryProblemKind;
 
     /// The kind's `validate`, as `KIND` has it.
     fn validate(settings: &KindSettings) -> Vec<EntryProblem> {

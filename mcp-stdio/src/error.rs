@@ -55,7 +55,7 @@ impl Failure {
                 status,
                 stderr,
             },
-            Failure::Rejected { code, message } if !tool.is_empty() => Error::CallRejected {
+            Failure::Rejected { code, message } if !tool.is_empty() => Error::CallError {
                 provider,
                 tool: tool.to_owned(),
                 code,

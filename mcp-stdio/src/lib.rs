@@ -26,7 +26,8 @@ mod tools;
 
 use std::sync::Arc;
 
-use spear_capabilities::{ConnectFuture, ConnectRequest, Provider, ProviderKind};
+use spear_capabilities::Provider;
+use spear_capabilities::kind::{ConnectFuture, ConnectRequest, ProviderKind};
 
 pub use codec::MAX_LINE;
 pub use config::ServerConfig;
@@ -40,15 +41,15 @@ pub use tools::{MAX_LISTING_BYTES, MAX_PAGES, MAX_TOOLS};
 pub const NAME: &str = "mcp-stdio";
 
 /// The kind record this crate registers.
-pub const KIND: ProviderKind = ProviderKind {
-    name: NAME,
-    keys: config::KEYS,
-    validate: |s| ServerConfig::from_settings(s).err().unwrap_or_default(),
+pub const KIND: ProviderKind = ProviderKind::new(
+    NAME,
+    config::KEYS,
+    |s| ServerConfig::from_settings(s).err().unwrap_or_default(),
     connect,
-    check: Some(program::check),
-};
+)
+.with_check(program::check);
 
-spear_capabilities::inventory::submit! { KIND }
+spear_capabilities::kind::inventory::submit! { KIND }
 
 fn connect(request: ConnectRequest) -> ConnectFuture {
     Box::pin(async move {

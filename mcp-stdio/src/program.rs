@@ -12,7 +12,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use spear_capabilities::KindSettings;
+use spear_capabilities::kind::KindSettings;
 
 use crate::ServerConfig;
 

@@ -210,7 +210,7 @@ mod tests {
         );
         let (listing, outcomes) = read(&[&page]);
         assert_eq!(outcomes, [Ok(None)]);
-        let list = listing.finish();
+        let list = listing.list;
         assert!(list.rejected.is_empty(), "{:?}", list.rejected);
         let deep = &list.tools[0];
         assert_eq!(

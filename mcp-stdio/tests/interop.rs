@@ -27,7 +27,8 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 use spear_capabilities::{
-    CallRequest, CallResult, ConnectRequest, Error, Kinds, Provider, ToolSpec,
+    CallRequest, CallResult, Error, Provider, ToolSpec,
+    kind::{ConnectRequest, Kinds},
 };
 use spear_providers as _;
 

@@ -21,7 +21,7 @@
 
 use std::path::Path;
 
-use spear_capabilities::{Audit, Error, Kinds, Registry};
+use spear_capabilities::{Audit, Error, Registry, kind::Kinds};
 
 /// The `mcp-stdio` kind (crate `spear-mcp-stdio`): its limits
 /// (`MAX_LINE`, `MAX_PAGES`, ...), `WIRE` (the `tracing` target of every

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use spear_capabilities::{Audit, Kinds, Registry};
+use spear_capabilities::{Audit, Registry, kind::Kinds};
 
 #[test]
 fn the_built_in_kinds_are_exactly_the_linked_ones() {

@@ -8,7 +8,7 @@
 //! - `echo`, with an object schema declaring a string `text`, whose result's
 //!   text contains the `text` it was given;
 //! - `fail`, whose result is the tool's own failure (`is_error`);
-//! - `reject`, which the provider answers with [`Error::CallRejected`];
+//! - `reject`, which the provider answers with [`Error::CallError`];
 //! - `hang`, which does not answer while the suite waits (seconds).
 //!
 //! [`script_mock`] sets a [`MockProvider`](crate::MockProvider) up that way;
@@ -112,7 +112,7 @@ pub async fn tool_failure_is_a_result(p: &dyn Provider) {
     assert!(result.is_error, "{result:?}");
 }
 
-/// A rejected call is [`Error::CallRejected`], leaves the provider available
+/// A rejected call is [`Error::CallError`], leaves the provider available
 /// and usable.
 pub async fn rejected_call_leaves_the_provider_usable(p: &dyn Provider) {
     let err = p
@@ -120,7 +120,7 @@ pub async fn rejected_call_leaves_the_provider_usable(p: &dyn Provider) {
         .await
         .expect_err("reject is refused");
     assert!(
-        matches!(&err, Error::CallRejected { tool, .. } if tool == "reject"),
+        matches!(&err, Error::CallError { tool, .. } if tool == "reject"),
         "{err:?}"
     );
     assert_eq!(err.unavailable_reason(), None);

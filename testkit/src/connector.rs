@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use spear_capabilities::{Connector, Error, Provider, ProviderEntry};
+use spear_capabilities::{Error, Provider, kind::Connector, registry::ProviderEntry};
 
 use crate::{MockFailure, MockProvider};
 

@@ -14,8 +14,11 @@ use spear_capabilities::internals::command::{TokenKind, lex, recognize, recogniz
 use spear_capabilities::internals::framing::{
     FrameHead, MAX_RESULT_CHARS, block, json_text, one_line, strip,
 };
-use spear_capabilities::internals::registry::MAX_ID_LEN;
-use spear_capabilities::{Audit, DEFAULT_KIND, Error, Kinds, ProviderKind, Registry};
+use spear_capabilities::registry::MAX_ID_LEN;
+use spear_capabilities::{
+    Audit, Error, Registry,
+    kind::{DEFAULT_KIND, Kinds, ProviderKind},
+};
 
 /// The names of the targets whose bodies are here, as directories of
 /// `fuzz/corpus/`.
@@ -73,13 +76,12 @@ pub fn lexer(data: &[u8]) {
 /// has a real position.
 pub fn registry(data: &[u8]) {
     /// The default kind, taking the keys mcp-stdio takes and any values.
-    const DEFAULT: ProviderKind = ProviderKind {
-        name: DEFAULT_KIND,
-        keys: &["command", "env"],
-        validate: crate::kinds::accept_any,
-        connect: crate::kinds::started_elsewhere,
-        check: None,
-    };
+    const DEFAULT: ProviderKind = ProviderKind::new(
+        DEFAULT_KIND,
+        &["command", "env"],
+        crate::kinds::accept_any,
+        crate::kinds::started_elsewhere,
+    );
     let path = Path::new("/etc/spear/capabilities.json");
     let kinds = Kinds::new([&DEFAULT, &crate::kinds::MOCK]).expect("distinct names");
     match Registry::parse(data, path, &kinds, &Audit::null()) {

@@ -2,20 +2,20 @@
 //! building blocks of kinds a test makes itself.
 //!
 //! ```
-//! use spear_capabilities::{Kinds, ProviderKind};
-//! const PROC: ProviderKind = ProviderKind {
-//!     name: "proc",
-//!     keys: &["command"],
-//!     validate: spear_testkit::kinds::accept_any,
-//!     connect: spear_testkit::kinds::started_elsewhere,
-//!     check: None,
-//! };
+//! use spear_capabilities::kind::{Kinds, ProviderKind};
+//! const PROC: ProviderKind = ProviderKind::new(
+//!     "proc",
+//!     &["command"],
+//!     spear_testkit::kinds::accept_any,
+//!     spear_testkit::kinds::started_elsewhere,
+//! );
 //! let kinds = Kinds::new([&PROC, &spear_testkit::kinds::MOCK]).unwrap();
 //! assert_eq!(kinds.names(), ["mock", "proc"]);
 //! ```
 
 use spear_capabilities::{
-    ConnectFuture, ConnectRequest, EntryProblem, Error, KindSettings, Kinds, ProviderKind,
+    Error,
+    kind::{ConnectFuture, ConnectRequest, EntryProblem, KindSettings, Kinds, ProviderKind},
 };
 
 /// A `validate` that accepts every setting.
@@ -37,13 +37,7 @@ pub fn started_elsewhere(request: ConnectRequest) -> ConnectFuture {
 
 /// The kind `mock`: accepts any settings and is started by the test's own
 /// connector (a `MockConnector`).
-pub const MOCK: ProviderKind = ProviderKind {
-    name: "mock",
-    keys: &[],
-    validate: accept_any,
-    connect: started_elsewhere,
-    check: None,
-};
+pub const MOCK: ProviderKind = ProviderKind::new("mock", &[], accept_any, started_elsewhere);
 
 /// The set of the one kind [`MOCK`], for registries of mock providers.
 pub fn mock() -> Kinds {

@@ -9,6 +9,7 @@
 //! - [`fuzz`]: the bodies of the fuzz targets, for `cargo fuzz` and the
 //!   corpus replay alike.
 //! - [`procfs`]: what `/proc` says, to prove a server's processes are gone.
+//! - [`schemas`]: schemas written to cost the gateway, for its budgets.
 //! - [`ours`]: SPEAR's answer to a line a turn types, for tests that expect
 //!   the line to be a `spear-capability` command.
 //! - the binary `spear-fixture-server`: a scriptable MCP server over stdio
@@ -22,6 +23,7 @@ pub mod kinds;
 mod mock;
 pub mod procfs;
 mod recording;
+pub mod schemas;
 mod turns;
 
 pub use connector::MockConnector;

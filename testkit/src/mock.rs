@@ -22,7 +22,7 @@ pub enum MockFailure {
     Crash,
     /// [`Error::Protocol`].
     Protocol,
-    /// [`Error::CallRejected`] with this code and message.
+    /// [`Error::CallError`] with this code and message.
     Reject(i64, String),
 }
 
@@ -50,7 +50,7 @@ impl MockFailure {
                 message: "mock broke the protocol".into(),
                 stderr: String::new(),
             },
-            MockFailure::Reject(code, message) => Error::CallRejected {
+            MockFailure::Reject(code, message) => Error::CallError {
                 provider,
                 tool: tool.to_owned(),
                 code: *code,
@@ -318,7 +318,7 @@ mod tests {
         let e = p
             .call_tool(CallRequest::new("put", Default::default()))
             .await;
-        assert!(matches!(e, Err(Error::CallRejected { code: -1, .. })));
+        assert!(matches!(e, Err(Error::CallError { code: -1, .. })));
         let echo = p
             .call_tool(CallRequest::new("other", Default::default()))
             .await;

@@ -2,7 +2,10 @@
 
 use std::sync::{Arc, Mutex};
 
-use spear_capabilities::{Audit, AuditRecord, AuditSink};
+use spear_capabilities::{
+    Audit,
+    audit::{AuditRecord, AuditSink},
+};
 
 /// Keeps every audit record in memory, in order.
 #[derive(Debug, Default)]
@@ -53,7 +56,7 @@ impl RecordingSink {
 }
 
 impl AuditSink for RecordingSink {
-    fn record(&self, record: AuditRecord) -> Result<(), spear_capabilities::AuditError> {
+    fn record(&self, record: AuditRecord) -> Result<(), spear_capabilities::audit::AuditError> {
         self.lock().push(record);
         Ok(())
     }

@@ -6,7 +6,7 @@ mod common;
 use std::time::Duration;
 
 use serde_json::json;
-use spear_capabilities::{CallRequest, ConnectRequest};
+use spear_capabilities::{CallRequest, kind::ConnectRequest};
 use spear_mcp_stdio as _;
 use spear_testkit::{MockProvider, conformance};
 

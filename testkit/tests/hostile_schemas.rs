@@ -14,6 +14,7 @@ use serde_json::{Map, Value, json};
 use spear_capabilities::AnswerStatus;
 use spear_capabilities::internals::session::TIMEOUT_GRACE;
 use spear_capabilities::internals::vetting::MAX_SCHEMA_NODES;
+use spear_testkit::schemas::doubling_defs;
 
 /// A server offering `tools` whose every call answers `ok`.
 fn listing(tools: Vec<Value>) -> Server {
@@ -38,16 +39,7 @@ fn rejected(b: &gateway::Bench) -> Vec<(String, String)> {
 /// referring twice to the next, so that following every `$ref` doubles per
 /// level.
 fn doubling(levels: usize) -> Value {
-    let mut defs = Map::new();
-    for i in 0..levels {
-        let next = format!("#/$defs/d{}", i + 1);
-        defs.insert(
-            format!("d{i}"),
-            json!({"allOf": [{"$ref": next}, {"$ref": next, "minLength": 0}]}),
-        );
-    }
-    defs.insert(format!("d{levels}"), json!({}));
-    json!({"type": "object", "$ref": "#/$defs/d0", "$defs": defs})
+    json!({"type": "object", "$ref": "#/$defs/d0", "$defs": doubling_defs(levels)})
 }
 
 /// Issue 13.1's table, through a `Session`: each row's call reaches the
@@ -191,7 +183,7 @@ async fn a_check_that_cannot_finish_in_time_refuses_the_call_and_never_sends_it(
     assert_eq!(a.status, AnswerStatus::Refused, "{}", a.text);
     assert_eq!(
         a.text,
-        "The arguments of `hostile/slow` could not be checked against its schema within 1s (the provider's timeout); the call was not sent."
+        "The arguments of `hostile/slow` could not be checked against its schema within 1 s (the provider's timeout); the call was not sent."
     );
     assert!(
         took < Duration::from_secs(1) + TIMEOUT_GRACE,

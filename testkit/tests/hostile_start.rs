@@ -9,7 +9,7 @@ use gateway::{
     Bench, assert_nothing_private, assert_unavailable, bench, bench_with, fixture, invoke,
 };
 use serde_json::json;
-use spear_capabilities::{AnswerStatus, Exposure};
+use spear_capabilities::{AnswerStatus, exposure::Exposure};
 use spear_testkit::ours;
 
 /// The common outcome of a provider left out at start: told by name, once,
@@ -56,7 +56,7 @@ async fn no_answer_at_all_times_out_within_the_entry_timeout() {
     // recorded when it happens all the same, not as "starting".
     let b = bench(fixture(&["--silent", "--linger"]), 1.0);
     let message = left_out(&b, "timed out", "timed_out").await;
-    assert!(message.contains("timed out after 1s"), "{message}");
+    assert!(message.contains("timed out after 1 s"), "{message}");
     assert!(began.elapsed().as_secs() < 10, "{:?}", began.elapsed());
     b.session.close().await;
 }

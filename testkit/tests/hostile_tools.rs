@@ -15,7 +15,7 @@ use std::time::SystemTime;
 use gateway::{Server, bench, bench_with, fixture, invoke};
 use serde_json::{Value, json};
 use spear_capabilities::internals::checks::ArgumentSchema;
-use spear_capabilities::{AnswerStatus, CapabilityClass};
+use spear_capabilities::{AnswerStatus, exposure::CapabilityClass};
 
 fn listing(tools: Vec<Value>) -> Server {
     Server::Script(json!({"tools/list": {"": [{"result": {"tools": tools}}]},

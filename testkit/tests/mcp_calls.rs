@@ -64,7 +64,7 @@ async fn answers_to_no_pending_request_are_dropped_and_counted() {
 async fn a_rejected_call_carries_code_and_message_and_fails_nothing() {
     let p = start(&[]).await;
     let err = p.call_tool(call("reject")).await.expect_err("rejected");
-    let Error::CallRejected {
+    let Error::CallError {
         tool,
         code,
         message,

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use common::{call, options, received, start, stderr_of, stop, try_start};
 use serde_json::json;
-use spear_capabilities::{ConnectRequest, Error, Provider};
+use spear_capabilities::{Error, Provider, kind::ConnectRequest};
 
 #[tokio::test]
 async fn the_handshake_asks_for_2025_06_18_then_says_initialized_first() {

@@ -13,7 +13,8 @@ use std::sync::Arc;
 
 use serde_json::json;
 use spear_capabilities::{
-    AnswerStatus, Auto, Exposure, Registry, Session, SessionOptions, TurnContext, TurnKind,
+    AnswerStatus, Auto, Registry, Session, SessionOptions, TurnContext, TurnKind,
+    exposure::Exposure,
 };
 use spear_testkit::{RecordingSink, ours};
 

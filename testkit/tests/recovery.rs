@@ -128,7 +128,7 @@ async fn a_server_that_trickles_pages_is_stopped_at_the_start_budget() {
             ProviderState::Unavailable {
                 reason: UnavailableReason::TimedOut,
                 message,
-            } if message.contains("timed out after 5s")
+            } if message.contains("timed out after 5 s")
         ),
         "{failed:?}"
     );

@@ -122,7 +122,7 @@ pub(super) fn decode(line: &[u8], id: u64, tool: &str) -> Result<CallResult, Err
             let content = body.content.into_iter().map(|b| b.0).collect();
             Ok(CallResult::new(content).with_error(body.is_error))
         }
-        (None, Some(e)) => Err(Error::CallRejected {
+        (None, Some(e)) => Err(Error::CallError {
             provider: NAME.into(),
             tool: tool.into(),
             code: e.code,
@@ -175,7 +175,7 @@ mod tests {
         let refused = br#"{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"no"}}"#;
         assert!(matches!(
             decode(refused, 3, "echo"),
-            Err(Error::CallRejected { code: -32602, .. })
+            Err(Error::CallError { code: -32602, .. })
         ));
     }
 }

@@ -124,7 +124,7 @@ impl JsonLinesOptions {
 /// was removed or replaced. New files are created `0600`. On a stream (a
 /// pipe, a device, [`JsonLinesSink::new`]) the chain begins at the
 /// genesis, with no lock and nothing to sync. A failed write is returned
-/// to the gateway, and also counted here ([`JsonLinesSink::failures`]).
+/// to the gateway, which counts what was lost ([`super::Audit::failure`]).
 pub struct JsonLinesSink {
     inner: Mutex<SinkState>,
 }
@@ -132,8 +132,6 @@ pub struct JsonLinesSink {
 struct SinkState {
     out: Out,
     linker: Linker,
-    failures: u64,
-    last_error: Option<String>,
 }
 
 impl JsonLinesSink {
@@ -182,41 +180,22 @@ impl JsonLinesSink {
 
     fn with(out: Out, linker: Linker) -> Self {
         Self {
-            inner: Mutex::new(SinkState {
-                out,
-                linker,
-                failures: 0,
-                last_error: None,
-            }),
+            inner: Mutex::new(SinkState { out, linker }),
         }
-    }
-
-    /// How many records could not be written, and the last error.
-    pub fn failures(&self) -> (u64, Option<String>) {
-        let state = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        (state.failures, state.last_error.clone())
     }
 
     fn write(&self, record: AuditRecord, durable: bool) -> Result<(), AuditError> {
         let mut state = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         let state = &mut *state;
-        state
-            .out
+        (state.out)
             .append(record, &state.linker, durable)
-            .map_err(|e| {
-                state.failures += 1;
-                state.last_error = Some(e.to_string());
-                e.into()
-            })
+            .map_err(AuditError::from)
     }
 }
 
 impl fmt::Debug for JsonLinesSink {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (failures, _) = self.failures();
-        f.debug_struct("JsonLinesSink")
-            .field("failures", &failures)
-            .finish_non_exhaustive()
+        f.debug_struct("JsonLinesSink").finish_non_exhaustive()
     }
 }
 
@@ -295,9 +274,13 @@ mod tests {
 
     #[test]
     fn a_failing_sink_counts_what_it_lost() {
-        let sink = Arc::new(JsonLinesSink::new(Broken));
-        Audit::new(sink.clone()).emit(refused());
-        assert_eq!(sink.failures(), (1, Some("disk full".into())));
+        let audit = Audit::new(Arc::new(JsonLinesSink::new(Broken)));
+        audit.emit(refused());
+        let failure = audit.failure().expect("counted");
+        assert_eq!(
+            (failure.lost, failure.last_error.reason.as_str()),
+            (1, "disk full")
+        );
     }
 
     #[test]

@@ -12,7 +12,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// `2026-11-30T09:52:41.669Z`.
 ///
 /// ```
-/// use spear_capabilities::AuditTime;
+/// use spear_capabilities::audit::AuditTime;
 /// let t: AuditTime = "2026-11-30T09:52:41.669Z".parse().expect("RFC 3339");
 /// assert_eq!(t.to_string(), "2026-11-30T09:52:41.669Z");
 /// ```

@@ -33,7 +33,7 @@ mod subscript;
 mod substitution;
 
 use heredoc::Heredoc;
-pub use heredoc::MAX_NESTED_BODIES;
+pub(crate) use heredoc::MAX_NESTED_BODIES;
 use subscript::is_assignment;
 
 /// Lexes one command line.

@@ -43,14 +43,6 @@ fn token_hex() -> Result<[u8; 32], NoToken> {
     Ok(hex)
 }
 
-/// A fresh 128-bit random token, as 32 hex digits.
-///
-/// # Errors
-/// [`NoToken`] when the OS RNG fails.
-pub fn fresh_token() -> Result<String, NoToken> {
-    Ok(String::from_utf8_lossy(&token_hex()?).into_owned())
-}
-
 /// The bytes a body may hold and still be framed as it is (after trimming
 /// its end): [`plain_byte`]s but `<` and `>`.
 const PLAIN_NO_ANGLE: [bool; 256] = {
@@ -182,6 +174,11 @@ mod tests {
 
     fn frame(body: &str) -> String {
         FrameHead::new("p", "p/t").frame(body).expect("a token")
+    }
+
+    /// A fresh token, as a string.
+    fn fresh_token() -> Result<String, NoToken> {
+        Ok(String::from_utf8_lossy(&token_hex()?).into_owned())
     }
 
     #[test]

@@ -194,7 +194,7 @@ fn shorten(value: &mut Value, cut: SchemaCut) {
 /// The schema a path of property names leads to in `schema`: each name is
 /// looked up in `properties`, in the branches of `allOf`, `anyOf` and
 /// `oneOf`, through `items`, and through a local `$ref` (`#/...`) of `root`.
-pub fn property_schema<'a>(root: &'a Value, path: &[impl AsRef<str>]) -> Option<&'a Value> {
+pub(crate) fn property_schema<'a>(root: &'a Value, path: &[impl AsRef<str>]) -> Option<&'a Value> {
     let mut at = root;
     for name in path {
         at = property(root, at, name.as_ref(), 0)?;

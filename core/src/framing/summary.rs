@@ -15,7 +15,7 @@ use crate::provider::{CallResult, Content, ResourceBody};
 /// JSON equal to it (or to the one value of an object that only wraps it)
 /// only the text is shown; when they differ,
 /// both are.
-pub fn result_text(result: &CallResult) -> Cow<'_, str> {
+pub(crate) fn result_text(result: &CallResult) -> Cow<'_, str> {
     let structured = result
         .structured
         .as_ref()

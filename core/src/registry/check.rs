@@ -3,7 +3,7 @@
 //! for an embedder to say before the first turn.
 //!
 //! The core cannot tell (it knows no transport): an entry's kind can, with
-//! its optional [`crate::ProviderKind::check`]. A program that cannot run
+//! its optional [`crate::kind::ProviderKind::check`]. A program that cannot run
 //! refuses an entry some turn would start, and is only a warning for one
 //! nothing starts (disabled, or without a scope, which applies nowhere).
 
@@ -53,7 +53,7 @@ pub enum EntryWarning {
 
 impl Registry {
     /// Checks every accepted entry, in file order, with its kind's
-    /// [`crate::ProviderKind::check`]: whether its program is there and
+    /// [`crate::kind::ProviderKind::check`]: whether its program is there and
     /// runnable. Nothing is started.
     pub fn check(&self) -> Vec<EntryCheck> {
         self.entries().iter().map(|e| self.check_entry(e)).collect()

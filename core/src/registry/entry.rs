@@ -12,41 +12,12 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use super::document::Node;
-use super::fields::{Fields, type_name};
 use super::problem::{EntryProblem, EntryProblemKind, RefusedEntry, closest};
 use super::{COMMON_KEYS, DEFAULT_TIMEOUT, MAX_ID_LEN, MAX_TIMEOUT_SECS};
-use crate::kind::{DEFAULT_KIND, KindSettings, Kinds};
-use crate::names::{Name, named, quoted_names};
+use crate::kind::{DEFAULT_KIND, Fields, KindSettings, Kinds, type_name};
+use crate::names::{Name, quoted_names};
 use crate::scope::Scope;
-
-named! {
-    /// A request class a provider can serve (the entry's `tasks`).
-    #[derive(PartialOrd, Ord)]
-    #[non_exhaustive]
-    pub enum RequestClass {
-        /// Implementation turns.
-        Implementation = "implementation",
-        /// The implementation pass of a MIXED change.
-        Mixed = "mixed",
-        /// General questions (READ capabilities only).
-        General = "general",
-    }
-}
-
-named! {
-    /// What a provider's WRITE capabilities may do (the entry's `write`).
-    #[derive(Default)]
-    #[non_exhaustive]
-    pub enum WritePolicy {
-        /// Never run a WRITE (the default).
-        #[default]
-        Refuse = "refuse",
-        /// Run a WRITE when the session's permission mode agrees.
-        Confirm = "confirm",
-        /// Run a WRITE unless the session is read-only.
-        Allow = "allow",
-    }
-}
+use crate::vocabulary::{RequestClass, WritePolicy};
 
 /// One accepted registry entry.
 #[derive(Debug, Clone)]

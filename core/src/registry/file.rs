@@ -12,7 +12,7 @@ use std::path::Path;
 
 use rustix::fs::OFlags;
 
-use crate::Error;
+use crate::error::Error;
 
 /// The largest capabilities file read, in bytes (1 MiB: a thousand entries
 /// take about a third of it).

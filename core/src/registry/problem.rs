@@ -14,7 +14,7 @@ named! {
     /// once `env` values are expanded): match with a `_` arm.
     ///
     /// ```
-    /// use spear_capabilities::{EntryProblem, EntryProblemKind};
+    /// use spear_capabilities::kind::{EntryProblem, EntryProblemKind};
     /// fn hint(problem: &EntryProblem) -> &'static str {
     ///     match problem.kind {
     ///         EntryProblemKind::UnknownKey => "a misspelt key?",

@@ -4,13 +4,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::audit::Audit;
-use crate::connector::Connector;
 use crate::exposure::Limits;
+use crate::kind::Connector;
 use crate::permission::PermissionMode;
 use crate::tokens::{EstimatedTokens, TokenCounter};
 
 #[cfg(doc)]
-use crate::connector::KindConnector;
+use crate::kind::KindConnector;
 
 /// How a session is set up.
 #[derive(Clone)]
@@ -63,13 +63,16 @@ impl SessionOptions {
     }
 
     /// Lets each provider's start go on up to `wait`, for a server that
-    /// needs long the first time (an `npx -y` or `uvx` download): a turn
-    /// waits for a start up to `wait`, each request of the start (a
-    /// handshake, each page of the listing) may take it, and the whole
-    /// start is bounded by the longer of `wait` and its start budget.
-    /// Calls keep their provider's `timeout`. Without it (the default) a
-    /// start's requests take at most the entry's `timeout`, as the spec
-    /// has it; a turn in SPEAR never needs this.
+    /// needs long the first time (an `npx -y` or `uvx` download): each
+    /// request of the start (a handshake, each page of the listing) may take
+    /// `wait`, a turn waits for the start `wait` and a second, and as long
+    /// again for the listing once it connected, and the whole start is
+    /// bounded by the longer of `wait` and its start budget (ten times the
+    /// `timeout`). A `wait` shorter than the entry's `timeout` changes
+    /// nothing. Calls keep their provider's `timeout`. Without it (the
+    /// default) each request of a start takes at most the entry's
+    /// `timeout`, as the spec has it, and a turn waits that and a second;
+    /// a turn in SPEAR never needs this.
     pub fn with_start_wait(mut self, wait: Duration) -> Self {
         self.start_wait = Some(wait);
         self

@@ -29,10 +29,10 @@ use super::state::{Ended, ProviderState, Ready, View};
 use super::{MAX_CHECKS_IN_FLIGHT, MAX_RESTARTS, Shared, TIMEOUT_GRACE, lock};
 use crate::audit::{Audit, AuditEvent};
 use crate::error::Error;
-use crate::error::UnavailableReason;
 use crate::notice::Notice;
 use crate::provider::Provider;
 use crate::registry::ProviderEntry;
+use crate::vocabulary::UnavailableReason;
 use start::{start, stop};
 
 pub(crate) use start::millis;

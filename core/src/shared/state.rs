@@ -8,8 +8,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use crate::admission::Tool;
-use crate::error::UnavailableReason;
 use crate::provider::{Provider, ProviderInfo};
+use crate::vocabulary::UnavailableReason;
 
 /// A started provider and its admitted tools: one incarnation of a slot.
 #[derive(Debug)]

@@ -20,18 +20,19 @@ use std::time::Instant;
 use serde_json::{Map, Value};
 
 use super::check::Structured;
-use super::{Answer, AnswerStatus, Resolved, Turn};
-use crate::audit::bounded_arguments;
-use crate::audit::{AuditEvent, ModeName, Outcome};
-use crate::checks::{CheckFailure, OutputCheck};
+use super::{Answer, Resolved, Turn};
+use crate::admission::Tool;
+use crate::audit::{AuditEvent, ModeName, bounded_arguments};
 use crate::command::CapabilityId;
-use crate::exposure::{CapabilityClass, Exposure};
-use crate::framing::{NoToken, one_line, result_text};
+use crate::error::Error;
+use crate::framing::result_text;
 use crate::messages;
 use crate::permission::WriteRequest;
-use crate::registry::WritePolicy;
+use crate::provider::{CallRequest, CallResult, Provider};
 use crate::shared::{Ready, Slot, TIMEOUT_GRACE, millis};
-use crate::{CallRequest, Error, Provider, UnavailableReason};
+use crate::vocabulary::{
+    AnswerStatus, CapabilityClass, Exposure, Outcome, UnavailableReason, WritePolicy,
+};
 
 impl Turn {
     pub(super) async fn invoke(
@@ -104,7 +105,7 @@ impl Turn {
             // its server it is cancelled, and its outcome is not known.
             () = self.session.closed.cancelled() => {
                 sent.done(Outcome::Closed);
-                return Answer::new(AnswerStatus::OutcomeUnknown, messages::outcome_unknown_closed(cap));
+                return Answer::new(Outcome::Closed.status(), messages::outcome_unknown_closed(cap));
             }
         };
         let structured = self.check_output(slot, tool, &outcome, deadline).await;
@@ -131,62 +132,44 @@ impl Turn {
         answer
     }
 
-    /// The answer to a call that came back, and how it is audited.
+    /// The answer to a call that came back, and how it is audited: the
+    /// answer's status is the outcome's ([`Outcome::status`]), unless the
+    /// provider's text cannot be framed, when nothing of it is shown.
     fn outcome(
         &self,
         slot: &Slot,
         ready: &Arc<Ready>,
         id: &CapabilityId,
-        tool: &crate::admission::Tool,
-        outcome: Result<crate::CallResult, Error>,
+        tool: &Tool,
+        outcome: Result<CallResult, Error>,
     ) -> (Outcome, Answer) {
         let (provider, cap) = (&slot.entry.id, &tool.shown.id);
-        match outcome {
+        let (label, text, result) = match outcome {
             Ok(result) => {
-                let label = if result.is_error {
-                    Outcome::ToolError
+                let framed = tool.frame.frame(&result_text(&result));
+                if result.is_error {
+                    let text = framed.map(|f| messages::tool_error(cap, &f));
+                    (Outcome::ToolError, text, Some(result))
                 } else {
-                    Outcome::Ok
-                };
-                let mut answer = match tool.frame.frame(&result_text(&result)) {
-                    Ok(framed) if result.is_error => {
-                        Answer::new(AnswerStatus::Failed, messages::tool_error(cap, &framed))
-                    }
-                    Ok(framed) => Answer::new(AnswerStatus::Ok, framed),
-                    Err(no_token) => unframable(cap, no_token),
-                };
-                // For the operator: moved in once the text is built from it.
-                answer.result = Some(result);
-                (label, answer)
+                    (Outcome::Ok, framed, Some(result))
+                }
             }
-            Err(Error::CallRejected { code, message, .. }) => {
-                let answer = match tool.frame.frame(&message) {
-                    Ok(framed) => Answer::new(
-                        AnswerStatus::Failed,
-                        messages::provider_error(provider, cap, code, &framed),
-                    ),
-                    Err(no_token) => unframable(cap, no_token),
-                };
-                (Outcome::Rejected, answer)
+            Err(Error::CallError { code, message, .. }) => {
+                let framed = tool.frame.frame(&message);
+                let text = framed.map(|f| messages::provider_error(provider, cap, code, &f));
+                (Outcome::ProviderError, text, None)
             }
             Err(Error::CallUnreadable { reason, .. }) => {
-                let answer = match tool.frame.frame(&reason) {
-                    Ok(framed) => Answer::new(
-                        AnswerStatus::Failed,
-                        messages::result_unreadable(cap, &framed),
-                    ),
-                    Err(no_token) => unframable(cap, no_token),
-                };
-                (Outcome::Unreadable, answer)
+                let framed = tool.frame.frame(&reason);
+                let text = framed.map(|f| messages::result_unreadable(cap, &f));
+                (Outcome::Unreadable, text, None)
             }
             // The provider was shut down by the session's close, not failed:
             // the call was sent, so whether it ran is not known.
             Err(_) if self.session.is_closed() => (
                 Outcome::Closed,
-                Answer::new(
-                    AnswerStatus::OutcomeUnknown,
-                    messages::outcome_unknown_closed(cap),
-                ),
+                Ok(messages::outcome_unknown_closed(cap)),
+                None,
             ),
             Err(e) => {
                 let reason = e
@@ -201,12 +184,16 @@ impl Turn {
                     }
                     _ => messages::capability_unavailable(&id.to_string(), provider, reason),
                 };
-                (
-                    Outcome::Unavailable,
-                    Answer::new(AnswerStatus::Unavailable, text),
-                )
+                (Outcome::Unavailable, Ok(text), None)
             }
-        }
+        };
+        let mut answer = match text {
+            Ok(text) => Answer::new(label.status(), text),
+            Err(no_token) => Answer::new(AnswerStatus::Failed, messages::unframable(cap, no_token)),
+        };
+        // For the operator: moved in once the text is built from it.
+        answer.result = result;
+        (label, answer)
     }
 
     /// Why a WRITE may not run, or `None` when it may; an approval by the
@@ -289,9 +276,4 @@ impl Drop for Sent<'_> {
     fn drop(&mut self) {
         self.done(Outcome::Cancelled);
     }
-}
-
-/// The answer when a result cannot be framed: nothing of it is shown.
-fn unframable(cap: &str, no_token: NoToken) -> Answer {
-    Answer::new(AnswerStatus::Failed, messages::unframable(cap, no_token))
 }

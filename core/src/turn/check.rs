@@ -13,6 +13,7 @@
 //! however long the check takes; a thread of its own ends with the process.
 
 use std::sync::Arc;
+use std::sync::mpsc::RecvTimeoutError;
 
 use serde_json::{Map, Value};
 use tokio::time::Instant;
@@ -50,6 +51,12 @@ pub(super) enum Structured {
 
 /// Runs `check` on a thread of its own in one of `slot`'s places for
 /// checks, both within `deadline`.
+///
+/// The thread is the check's own, detached: tokio's blocking pool would
+/// make the runtime's drop wait for an abandoned check however long it
+/// runs. It is waited for from a blocking task, which lets tokio know work
+/// is under way (a paused test clock does not jump over it) and ends by the
+/// deadline, so what a runtime's drop waits for stays bounded.
 async fn off_thread<T: Send + 'static>(
     slot: &Slot,
     deadline: Instant,
@@ -61,23 +68,24 @@ async fn off_thread<T: Send + 'static>(
         Ok(Err(_)) => return Err(NotChecked::Failed),
         Err(_) => return Err(NotChecked::NoPlace),
     };
-    let (done, verdict) = tokio::sync::oneshot::channel();
-    let spawned = std::thread::Builder::new()
-        .name("spear-schema-check".to_owned())
-        .spawn(move || {
-            // Held until the check ends, also when its caller stopped waiting.
-            let _place = place;
-            let _ = done.send(check());
-        });
-    if spawned.is_err() {
-        return Err(NotChecked::Failed);
-    }
-    match tokio::time::timeout_at(deadline, verdict).await {
-        Ok(Ok(verdict)) => Ok(verdict),
-        // The thread ended without a verdict: the check panicked.
-        Ok(Err(_)) => Err(NotChecked::Failed),
-        Err(_) => Err(NotChecked::TooLong),
-    }
+    let budget = deadline.saturating_duration_since(Instant::now());
+    let waiting = tokio::task::spawn_blocking(move || {
+        let (done, verdict) = std::sync::mpsc::sync_channel(1);
+        std::thread::Builder::new()
+            .name("spear-schema-check".to_owned())
+            .spawn(move || {
+                // Held until the check ends, also when nobody waits for it.
+                let _place = place;
+                let _ = done.send(check());
+            })
+            .map_err(|_| NotChecked::Failed)?;
+        verdict.recv_timeout(budget).map_err(|e| match e {
+            RecvTimeoutError::Timeout => NotChecked::TooLong,
+            // The thread ended without a verdict: the check panicked.
+            RecvTimeoutError::Disconnected => NotChecked::Failed,
+        })
+    });
+    waiting.await.unwrap_or(Err(NotChecked::Failed))
 }
 
 impl Turn {

@@ -17,23 +17,17 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use spear_capabilities::{
-    CallRequest, CallResult, ConnectFuture, ConnectRequest, EntryProblem, Error, KindSettings,
-    Provider, ProviderInfo, ProviderKind, ToolList, ToolSpec,
+    CallRequest, CallResult, Error, Provider, ProviderInfo, ToolList, ToolSpec,
+    kind::{ConnectFuture, ConnectRequest, EntryProblem, KindSettings, ProviderKind},
 };
 
 /// The kind's name in `capabilities.json`.
 pub const NAME: &str = "calculator";
 
 /// The kind record.
-pub const KIND: ProviderKind = ProviderKind {
-    name: NAME,
-    keys: &["max"],
-    validate,
-    connect,
-    check: None,
-};
+pub const KIND: ProviderKind = ProviderKind::new(NAME, &["max"], validate, connect);
 
-spear_capabilities::inventory::submit! { KIND }
+spear_capabilities::kind::inventory::submit! { KIND }
 
 /// `max`, if given, must be a positive integer: the largest operand allowed.
 fn validate(settings: &KindSettings) -> Vec<EntryProblem> {
@@ -103,7 +97,7 @@ impl Provider for Calculator {
             "add" => a.checked_add(b),
             "multiply" => a.checked_mul(b),
             other => {
-                return Err(Error::CallRejected {
+                return Err(Error::CallError {
                     provider: self.id.clone(),
                     tool: other.to_owned(),
                     code: -32602,

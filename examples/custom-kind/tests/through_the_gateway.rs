@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 use spear_capabilities::{
-    AnswerStatus, Audit, Auto, CallRequest, ConnectRequest, Kinds, Registry, Session,
-    SessionOptions, TurnContext, TurnKind,
+    AnswerStatus, Audit, Auto, CallRequest, Registry, Session, SessionOptions, TurnContext,
+    TurnKind,
+    kind::{ConnectRequest, Kinds},
 };
 use spear_example_kind as _;
 use spear_testkit::{conformance, ours};

@@ -116,7 +116,7 @@ async fn python_json_rpc_error_is_a_rejected_call_with_its_code() {
         .await
         .expect_err("the server answers with a JSON-RPC error");
     match &err {
-        Error::CallRejected {
+        Error::CallError {
             code,
             message,
             tool,

@@ -15,7 +15,7 @@ use crate::command::token::TokenKind;
 /// reads the rest of its body again, so the cap keeps the time linear in
 /// the line; past it the lexer stops and says so
 /// ([`Lexed::nested_too_deep`](crate::command::Lexed::nested_too_deep)).
-pub const MAX_NESTED_BODIES: usize = 16;
+pub(crate) const MAX_NESTED_BODIES: usize = 16;
 
 /// A here-document announced on the line, read after its end.
 #[derive(Debug)]

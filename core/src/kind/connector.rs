@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use crate::kind::{ConnectRequest, Kinds};
+use super::{ConnectRequest, Kinds};
+use crate::error::Error;
+use crate::provider::Provider;
 use crate::registry::ProviderEntry;
-use crate::{Error, Provider};
 
 /// Starts providers for a session. [`KindConnector`] uses provider kinds;
 /// tests substitute their own (e.g. `spear_testkit::MockConnector`).
