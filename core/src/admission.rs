@@ -149,7 +149,9 @@ pub fn admit(entry: &ProviderEntry, offered: ToolList) -> Admission {
             &spec.input_schema,
         );
         let output = match (&spec.output_schema, &spec.unreadable_output_schema) {
-            (Some(declared), _) => schemas.budget.vet(declared).map(|_| declared).map_err(Some),
+            (Some(declared), _) => (schemas.budget.vet_output(declared))
+                .map(|_| declared)
+                .map_err(Some),
             (None, Some(unreadable)) => Err(Some(unreadable.clone())),
             (None, None) => Err(None),
         };
@@ -339,6 +341,43 @@ mod tests {
                 "unread".to_owned(),
                 "its output schema cannot be used (recursion limit exceeded); its results are not checked".to_owned()
             )
+        );
+    }
+
+    #[test]
+    fn an_output_schema_is_named_as_the_output_schema_in_its_reason() {
+        let remote = json!({"type": "object", "$ref": "https://example.invalid/s"});
+        let bad_pattern = json!({"type": "object", "properties": {"a": {"pattern": "(("}}});
+        let a = admit(
+            &entry(),
+            ToolList::new(vec![
+                ToolSpec::new("remote", json!({"type": "object"})).with_output_schema(remote),
+                ToolSpec::new("in", bad_pattern.clone()),
+                ToolSpec::new("out", json!({"type": "object"})).with_output_schema(bad_pattern),
+            ]),
+        );
+        assert_eq!(
+            a.unchecked_outputs[0],
+            (
+                "remote".to_owned(),
+                "its output schema cannot be used (the output schema has a $ref outside itself or that does not resolve: \"https://example.invalid/s\"); its results are not checked".to_owned()
+            )
+        );
+        // One pattern, judged once for the listing, said of each schema.
+        assert!(
+            reasons(&a)[0]
+                .1
+                .starts_with("the input schema's pattern \"((\""),
+            "{:?}",
+            a.rejected
+        );
+        let (tool, reason) = &a.unchecked_outputs[1];
+        assert_eq!(tool, "out");
+        assert!(
+            reason.starts_with(
+                "its output schema cannot be used (the output schema's pattern \"((\""
+            ),
+            "{reason}"
         );
     }
 

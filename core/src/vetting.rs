@@ -15,14 +15,16 @@
 //! The full compile of the schema is not done here: it waits for the tool's
 //! first call ([`crate::checks::ToolSchema`]), under the same pattern budget.
 //!
-//! The budgets are kept here; the walk that counts nodes, finds patterns
-//! and finds declared names is `vetting/walk.rs`, the compile of one
-//! pattern `vetting/patterns.rs`.
+//! The budgets are kept here; the walks over a schema are
+//! `vetting/walk.rs` (one counts the nodes and finds the patterns, a second
+//! finds the declared names, reusing the first's index of anchors), the
+//! compile of one pattern `vetting/patterns.rs`.
 
 mod patterns;
 mod walk;
 
 use std::collections::{BTreeSet, HashMap};
+use std::fmt;
 use std::io::{self, Write};
 
 use serde_json::Value;
@@ -88,45 +90,92 @@ pub struct Vetted {
     pub has_patterns: bool,
 }
 
+/// Which of a tool's schemas is vetted: its reasons say which.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Which {
+    /// The schema of its arguments (`inputSchema`).
+    Input,
+    /// The schema of its structured results (`outputSchema`).
+    Output,
+}
+
+impl fmt::Display for Which {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Which::Input => "input schema",
+            Which::Output => "output schema",
+        })
+    }
+}
+
+/// Why a regular expression of a listing cannot be used, kept to be said
+/// of every schema that has it.
+#[derive(Debug, Clone, Copy)]
+enum Unusable {
+    /// It does not compile within [`MAX_PATTERN_SIZE`].
+    Pattern,
+    /// The listing's patterns are over [`MAX_LISTING_PATTERN_BYTES`].
+    Listing,
+}
+
 /// The budget of one listing: what its schemas have used so far, and the
 /// verdict on each regular expression already compiled.
 #[derive(Debug, Default)]
 pub struct ListingBudget {
     schema_bytes: usize,
     pattern_bytes: usize,
-    patterns: HashMap<String, Result<(), String>>,
+    patterns: HashMap<String, Result<(), Unusable>>,
 }
 
 impl ListingBudget {
-    /// Vets `schema`, counting it against this listing's budget.
+    /// Vets `schema`, a tool's input schema, counting it against this
+    /// listing's budget.
     ///
     /// # Errors
     /// Why the schema cannot be used: a short reason, for the audit trail.
     pub fn vet(&mut self, schema: &Value) -> Result<Vetted, String> {
+        self.vet_as(schema, Which::Input)
+    }
+
+    /// Vets `schema`, a tool's output schema, as [`ListingBudget::vet`]
+    /// does an input schema; its reasons name the output schema.
+    ///
+    /// # Errors
+    /// Why the schema cannot be used: a short reason, for the audit trail.
+    pub fn vet_output(&mut self, schema: &Value) -> Result<Vetted, String> {
+        self.vet_as(schema, Which::Output)
+    }
+
+    fn vet_as(&mut self, schema: &Value, which: Which) -> Result<Vetted, String> {
         let Value::Object(map) = schema else {
-            return Err("the input schema is not a JSON object".to_owned());
+            return Err(format!("the {which} is not a JSON object"));
         };
         if map.get("type") != Some(&Value::String("object".to_owned())) {
-            return Err("the input schema is not of type \"object\"".to_owned());
+            return Err(format!("the {which} is not of type \"object\""));
         }
         if !matches!(map.get("properties"), None | Some(Value::Object(_))) {
-            return Err("the input schema's \"properties\" is not an object".to_owned());
+            return Err(format!("the {which}'s \"properties\" is not an object"));
         }
         let bytes = compact_len(schema, MAX_SCHEMA_BYTES).ok_or_else(|| {
-            format!("the input schema is larger than the budget of {MAX_SCHEMA_BYTES} bytes")
+            format!("the {which} is larger than the budget of {MAX_SCHEMA_BYTES} bytes")
         })?;
         if self.schema_bytes + bytes > MAX_LISTING_SCHEMA_BYTES {
             return Err(format!(
                 "the provider's schemas come to more than the budget of {MAX_LISTING_SCHEMA_BYTES} bytes in all"
             ));
         }
-        let mut walk = Walk::new(schema);
+        let mut walk = Walk::new(schema, which);
         let nodes = walk.reach(schema, 0)?;
         for pattern in &walk.patterns {
-            self.pattern(pattern)?;
+            self.pattern(pattern).map_err(|unusable| match unusable {
+                Unusable::Pattern => pattern_problem(which, pattern),
+                Unusable::Listing => format!(
+                    "the provider's patterns come to more than the budget of {MAX_LISTING_PATTERN_BYTES} bytes compiled in all"
+                ),
+            })?;
         }
         let declared = declared(schema, &mut walk)?;
-        meta_valid(schema)?;
+        meta_valid(schema, which)?;
         self.schema_bytes += bytes;
         let has_patterns = !walk.patterns.is_empty();
         Ok(Vetted {
@@ -138,9 +187,9 @@ impl ListingBudget {
 
     /// Compiles `pattern` once per listing, under [`MAX_PATTERN_SIZE`] and
     /// what is left of [`MAX_LISTING_PATTERN_BYTES`].
-    fn pattern(&mut self, pattern: &str) -> Result<(), String> {
-        if let Some(verdict) = self.patterns.get(pattern) {
-            return verdict.clone();
+    fn pattern(&mut self, pattern: &str) -> Result<(), Unusable> {
+        if let Some(&verdict) = self.patterns.get(pattern) {
+            return verdict;
         }
         let left = MAX_LISTING_PATTERN_BYTES.saturating_sub(self.pattern_bytes);
         let limit = left.min(MAX_PATTERN_SIZE);
@@ -156,30 +205,28 @@ impl ListingBudget {
             }
             Err(Failed::Size) if limit < MAX_PATTERN_SIZE => {
                 self.pattern_bytes = MAX_LISTING_PATTERN_BYTES;
-                Err(format!(
-                    "the provider's patterns come to more than the budget of {MAX_LISTING_PATTERN_BYTES} bytes compiled in all"
-                ))
+                Err(Unusable::Listing)
             }
             Err(failed) => {
                 if failed == Failed::Size {
                     self.pattern_bytes += limit;
                 }
-                Err(pattern_problem(pattern))
+                Err(Unusable::Pattern)
             }
         };
-        self.patterns.insert(pattern.to_owned(), verdict.clone());
+        self.patterns.insert(pattern.to_owned(), verdict);
         verdict
     }
 }
 
 /// Checks `schema` against its draft's meta-schema (bundled, offline).
-fn meta_valid(schema: &Value) -> Result<(), String> {
+fn meta_valid(schema: &Value, which: Which) -> Result<(), String> {
     let checked =
         guarded(|| jsonschema::meta::validate(schema).map_err(|e| one_line(&e.to_string(), 300)));
     match checked {
         Some(Ok(())) => Ok(()),
-        Some(Err(e)) => Err(format!("the input schema is not a valid JSON Schema: {e}")),
-        None => Err("the input schema crashed the meta-schema check".to_owned()),
+        Some(Err(e)) => Err(format!("the {which} is not a valid JSON Schema: {e}")),
+        None => Err(format!("the {which} crashed the meta-schema check")),
     }
 }
 

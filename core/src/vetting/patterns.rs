@@ -1,7 +1,7 @@
 //! The compile of one regular expression at listing: within its size
 //! limit, as the schema's full compile would compile it, and no more.
 
-use super::MAX_PATTERN_SIZE;
+use super::{MAX_PATTERN_SIZE, Which};
 use crate::compiled::{guarded, options};
 use crate::framing::one_line;
 
@@ -39,10 +39,10 @@ pub(super) fn compile_pattern(pattern: &str, limit: usize) -> Result<usize, Fail
     }
 }
 
-/// Why `pattern` cannot be used.
-pub(super) fn pattern_problem(pattern: &str) -> String {
+/// Why `pattern`, of `which` schema, cannot be used.
+pub(super) fn pattern_problem(which: Which, pattern: &str) -> String {
     format!(
-        "the input schema's pattern {} does not compile: it is invalid, or larger than the budget of {MAX_PATTERN_SIZE} bytes",
+        "the {which}'s pattern {} does not compile: it is invalid, or larger than the budget of {MAX_PATTERN_SIZE} bytes",
         one_line(&format!("{pattern:?}"), 80)
     )
 }

@@ -1,19 +1,22 @@
-//! One walk over a schema: the schema nodes validation can reach when every
-//! `$ref` is followed, the regular expressions it holds, and the argument
-//! names it declares. Every keyword that holds a subschema is followed by
-//! what [`crate::keywords`] says it holds.
+//! The walks over a schema: one finds the schema nodes validation can reach
+//! when every `$ref` is followed and the regular expressions it holds
+//! (`Walk::reach`); a second, over the subschemas applied to the
+//! arguments object itself, the argument names it declares (`declared`).
+//! Both follow every keyword by what [`crate::keywords`] says it holds.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use serde_json::{Map, Value};
 
-use super::{Declared, MAX_SCHEMA_DEPTH, MAX_SCHEMA_NODES};
+use super::{Declared, MAX_SCHEMA_DEPTH, MAX_SCHEMA_NODES, Which};
 use crate::framing::one_line;
 use crate::keywords::{Holds, IN_PLACE, holds};
 
 /// One walk over a schema: the nodes reachable, the patterns it holds.
 pub(super) struct Walk<'a> {
     root: &'a Value,
+    /// Which of its tool's schemas it is, for the reasons.
+    which: Which,
     /// Reachable nodes below each node already counted, by address.
     counted: HashMap<*const Value, u64>,
     /// The nodes being counted, to cut cycles.
@@ -23,9 +26,10 @@ pub(super) struct Walk<'a> {
 }
 
 impl<'a> Walk<'a> {
-    pub(super) fn new(root: &'a Value) -> Self {
+    pub(super) fn new(root: &'a Value, which: Which) -> Self {
         Self {
             root,
+            which,
             counted: HashMap::new(),
             open: HashSet::new(),
             patterns: BTreeSet::new(),
@@ -37,7 +41,8 @@ impl<'a> Walk<'a> {
     pub(super) fn reach(&mut self, node: &'a Value, depth: usize) -> Result<u64, String> {
         if depth > MAX_SCHEMA_DEPTH {
             return Err(format!(
-                "the input schema nests deeper than the budget of {MAX_SCHEMA_DEPTH} levels"
+                "the {} nests deeper than the budget of {MAX_SCHEMA_DEPTH} levels",
+                self.which
             ));
         }
         let at: *const Value = node;
@@ -90,7 +95,8 @@ impl<'a> Walk<'a> {
             }
             if n > MAX_SCHEMA_NODES {
                 return Err(format!(
-                    "the input schema reaches more than the budget of {MAX_SCHEMA_NODES} schema nodes when its $refs are followed"
+                    "the {} reaches more than the budget of {MAX_SCHEMA_NODES} schema nodes when its $refs are followed",
+                    self.which
                 ));
             }
         }
@@ -101,9 +107,10 @@ impl<'a> Walk<'a> {
 
     /// The subschema `reference` names within the schema.
     fn resolve(&mut self, reference: &str) -> Result<&'a Value, String> {
+        let which = self.which;
         let outside = || {
             format!(
-                "the input schema has a $ref outside itself or that does not resolve: {}",
+                "the {which} has a $ref outside itself or that does not resolve: {}",
                 one_line(&format!("{reference:?}"), 120)
             )
         };
