@@ -21,17 +21,20 @@
 //! lexed to its end and reported in [`Lexed::unterminated`]. It runs in time
 //! linear in the line's length.
 //!
-//! This file is the state machine's core (frames, words, quotes,
-//! backslashes), kept whole because its steps read together; operators,
-//! here-documents, subscripts and substitutions are its submodules.
+//! This file is the state machine's core (its steps through words, quotes
+//! and backslashes), kept whole because its steps read together; the
+//! frames and words it keeps, operators, here-documents, subscripts and
+//! substitutions are its submodules.
 
 use super::token::{Construct, Lexed, Token, TokenKind, Unterminated};
 
+mod frame;
 mod heredoc;
 mod operators;
 mod subscript;
 mod substitution;
 
+use frame::{Frame, FrameKind, Word};
 use heredoc::Heredoc;
 pub(crate) use heredoc::MAX_NESTED_BODIES;
 use subscript::is_assignment;
@@ -80,117 +83,6 @@ const DQUOTED: Specials = specials(b"\"\\$`");
 const BRACED: Specials = specials(b"\"{}'\\$`");
 /// In the body of a here-document whose delimiter is unquoted.
 const BODY: Specials = specials(b"\\$`");
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum FrameKind {
-    Top,
-    /// `( ... )`; `nocmd` inside arithmetic, where nothing is a command.
-    Subshell {
-        nocmd: bool,
-    },
-    /// `name=( ... )`: an array's elements, part of the assignment's word.
-    Array,
-    /// `$( ... )`
-    Dollar,
-    /// `$(( ... ))`
-    Arith,
-    /// `` `...` ``; `escaped` when opened by `` \` `` inside another one.
-    Backquote {
-        escaped: bool,
-    },
-    /// `$[ ... ]`, bash's old arithmetic.
-    Bracket,
-    /// `name[ ... ]` where an assignment may stand: an array subscript,
-    /// part of the word (bash reads it as one piece, blanks and all).
-    Subscript,
-    /// The body of a here-document whose delimiter is unquoted: text, but
-    /// for the substitutions bash runs in it.
-    Body,
-}
-
-impl FrameKind {
-    /// Frames that live inside a word, whose source the word keeps verbatim.
-    fn in_word(self) -> bool {
-        !matches!(self, FrameKind::Top | FrameKind::Subshell { .. })
-    }
-
-    /// Frames where no word is ever a command.
-    fn nocmd(self) -> bool {
-        matches!(
-            self,
-            FrameKind::Array
-                | FrameKind::Arith
-                | FrameKind::Bracket
-                | FrameKind::Subscript
-                | FrameKind::Body
-                | FrameKind::Subshell { nocmd: true }
-        )
-    }
-
-    fn construct(self) -> Construct {
-        match self {
-            FrameKind::Top | FrameKind::Subshell { .. } | FrameKind::Array | FrameKind::Body => {
-                Construct::Parenthesis
-            }
-            FrameKind::Dollar => Construct::CommandSubstitution,
-            FrameKind::Arith => Construct::Arithmetic,
-            FrameKind::Backquote { .. } => Construct::Backquote,
-            FrameKind::Bracket | FrameKind::Subscript => Construct::Bracket,
-        }
-    }
-}
-
-#[derive(Debug)]
-struct Frame {
-    kind: FrameKind,
-    /// Offset of the frame's opener (`$`, `(` or the backquote).
-    open_at: usize,
-    /// Whether the next word to start stands in command position.
-    cmd_pos: bool,
-    /// Whether the next word to start may be an assignment: in command
-    /// position, or after assignments that began the command.
-    assign_ok: bool,
-    /// `[`s open inside a `Bracket` or `Subscript` frame.
-    brackets: u32,
-    word: Option<Word>,
-    /// The last word's text buffer, kept for the next word so that a line
-    /// costs a few allocations rather than one per word.
-    spare: String,
-}
-
-impl Frame {
-    fn new(kind: FrameKind, open_at: usize, cmd_pos: bool) -> Frame {
-        Frame {
-            kind,
-            open_at,
-            cmd_pos: cmd_pos && !kind.nocmd(),
-            assign_ok: false,
-            brackets: 0,
-            word: None,
-            spare: String::new(),
-        }
-    }
-}
-
-/// A word being read.
-#[derive(Debug)]
-struct Word {
-    start: usize,
-    text: String,
-    cmd_pos: bool,
-    /// Whether the word may be an assignment (bash reads a subscript in it).
-    assign_pos: bool,
-    /// Offset of an open double quote.
-    dquote: Option<usize>,
-    /// Depth of `${...}` and the offset of the outermost `${`.
-    brace_depth: u32,
-    brace_at: usize,
-    /// A double quote opened inside `${...}`.
-    brace_dquote: bool,
-    /// A single quote opened inside `${...}` where bash still substitutes
-    /// within it (the word is double-quoted, or a here-document's body).
-    brace_squote: bool,
-}
 
 #[derive(Debug)]
 struct Lexer<'a> {
