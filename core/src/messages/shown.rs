@@ -123,18 +123,26 @@ pub(crate) fn whole(caps: &[ShownCapability]) -> String {
         caps.len()
     );
     for c in caps {
-        let _ = write!(out, "\n{} ({})", c.id, c.class);
-        if let Some(t) = &c.title {
-            let _ = write!(out, ": {t}");
-        }
         out.push('\n');
-        push_provider_lines(&mut out, &c.description);
-        let _ = writeln!(out, "  arguments: {}", c.schema);
-        if let Some(output) = &c.output_schema {
-            let _ = writeln!(out, "  structured result: {output}");
-        }
+        push_capability(&mut out, c, ["  arguments", "  structured result"]);
     }
     out
+}
+
+/// One capability's heading, its description's lines and its schemas,
+/// each schema after its label (`labels`: the arguments', the structured
+/// result's).
+fn push_capability(out: &mut String, c: &ShownCapability, labels: [&str; 2]) {
+    let _ = write!(out, "{} ({})", c.id, c.class);
+    if let Some(t) = &c.title {
+        let _ = write!(out, ": {t}");
+    }
+    out.push('\n');
+    push_provider_lines(out, &c.description);
+    let _ = writeln!(out, "{}: {}", labels[0], c.schema);
+    if let Some(output) = &c.output_schema {
+        let _ = writeln!(out, "{}: {output}", labels[1]);
+    }
 }
 
 /// The family as an index, one line a capability.
@@ -161,16 +169,12 @@ pub fn index_line(c: &ShownCapability, width: usize) -> String {
 /// What `describe` prints: everything about one capability, its
 /// description's lines after [`PROVIDER_LINE`].
 pub(crate) fn described(c: &ShownCapability) -> String {
-    let mut out = format!("{} ({})", c.id, c.class);
-    if let Some(t) = &c.title {
-        let _ = write!(out, ": {t}");
-    }
-    out.push('\n');
-    push_provider_lines(&mut out, &c.description);
-    let _ = writeln!(out, "arguments (JSON Schema): {}", c.schema);
-    if let Some(output) = &c.output_schema {
-        let _ = writeln!(out, "structured result (JSON Schema): {output}");
-    }
+    let mut out = String::new();
+    push_capability(
+        &mut out,
+        c,
+        ["arguments (JSON Schema)", "structured result (JSON Schema)"],
+    );
     let _ = write!(
         out,
         "run it with: spear-capability invoke {} '<arguments as one JSON object>'",
