@@ -30,9 +30,9 @@ pub trait TokenCounter: Send + Sync {
 /// - **white space** not taken into the piece after it;
 /// - any other character, each on its own.
 ///
-/// A word counts one token per [`WORD_LETTERS`] letters, a number one per
-/// three digits (o200k's own cut), punctuation one per
-/// [`PUNCTUATION_CHARS`] characters (rounded up), anything else one. A
+/// A word counts one token per 9 letters, a number one per three digits
+/// (o200k's own cut), punctuation one per 3 characters (rounded up),
+/// anything else one. A
 /// non-ASCII character always counts one: more than o200k counts for
 /// accented letters inside words, about what it counts for other scripts.
 #[derive(Debug, Clone, Copy, Default)]

@@ -12,7 +12,7 @@ pub struct Lexed {
     /// The innermost construct the line leaves open, if any.
     pub unterminated: Option<Unterminated>,
     /// Here-documents lie inside one another's bodies deeper than the
-    /// lexer reads ([`MAX_NESTED_BODIES`](crate::command::MAX_NESTED_BODIES)):
+    /// lexer reads (16, `MAX_NESTED_BODIES`):
     /// the deepest bodies were not read for substitutions, so whether the
     /// line runs a command in them is not known.
     pub nested_too_deep: bool,
