@@ -362,7 +362,7 @@ impl ProviderInfo {
 /// # Example
 ///
 /// A provider answered in the process, with one tool. A kind's `connect`
-/// returns it as an `Arc<dyn Provider>` ([`ProviderKind`](crate::ProviderKind);
+/// returns it as an `Arc<dyn Provider>` ([`ProviderKind`](crate::kind::ProviderKind);
 /// `examples/custom-kind/` is a whole kind), and `spear_testkit::conformance`
 /// is the suite every provider should pass.
 ///
