@@ -25,7 +25,7 @@ use crate::registry::ProviderEntry;
 use crate::vetting::ListingBudget;
 
 /// The longest tool name, in characters.
-pub const MAX_TOOL_NAME: usize = 128;
+pub(crate) const MAX_TOOL_NAME: usize = 128;
 
 /// A tool admitted as the capability `<provider>/<tool>`.
 #[derive(Debug)]
@@ -81,7 +81,7 @@ pub fn class_of(entry: &ProviderEntry, name: &str) -> CapabilityClass {
 /// Why a tool name cannot be part of a capability id, if it cannot: it must
 /// be 1 to [`MAX_TOOL_NAME`] characters of `A-Z a-z 0-9 _ . -`, so that
 /// `<provider>/<tool>` is one plain word a turn can type.
-pub fn tool_name_problem(name: &str) -> Option<String> {
+pub(crate) fn tool_name_problem(name: &str) -> Option<String> {
     if name.is_empty() {
         Some("the name is empty".to_owned())
     } else if name.chars().count() > MAX_TOOL_NAME {

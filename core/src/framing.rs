@@ -22,10 +22,10 @@ pub(crate) mod sanitise;
 pub(crate) mod schema;
 pub(crate) mod summary;
 
-pub use frame::{FrameHead, NoToken, neutralise};
+pub use frame::{FrameHead, neutralise};
 pub use sanitise::{block, json_text, one_line, strip};
 pub(crate) use schema::property_schema;
-pub use schema::{ANNOTATION_CHARS, SchemaCut, schema_text};
+pub use schema::{SchemaCut, schema_text};
 pub(crate) use summary::result_text;
 
 /// How long a description may be when shown whole, in characters.

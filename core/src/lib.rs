@@ -85,7 +85,7 @@ pub mod internals {
     #![allow(missing_docs)]
 
     pub mod admission {
-        pub use crate::admission::{Admission, MAX_TOOL_NAME, admit, class_of, tool_name_problem};
+        pub use crate::admission::{Admission, admit, class_of};
     }
     pub mod checks {
         pub use crate::checks::ArgumentSchema;
@@ -98,9 +98,9 @@ pub mod internals {
     }
     pub mod framing {
         pub use crate::framing::{
-            ANNOTATION_CHARS, FrameHead, MAX_DESCRIPTION_CHARS, MAX_RESULT_CHARS,
-            MAX_SHOWN_SCHEMA_CHARS, MAX_SHOWN_SCHEMA_NAMES_CHARS, NoToken, SchemaCut, block,
-            json_text, neutralise, one_line, schema_text, strip,
+            FrameHead, MAX_DESCRIPTION_CHARS, MAX_RESULT_CHARS, MAX_SHOWN_SCHEMA_CHARS,
+            MAX_SHOWN_SCHEMA_NAMES_CHARS, SchemaCut, block, json_text, neutralise, one_line,
+            schema_text, strip,
         };
     }
     pub mod messages {
@@ -111,9 +111,7 @@ pub mod internals {
         pub use crate::registry::file::{open, read};
     }
     pub mod session {
-        pub use crate::shared::{
-            START_BUDGET_FACTOR, TIMEOUT_GRACE, start_budget, start_budget_waiting,
-        };
+        pub use crate::shared::{TIMEOUT_GRACE, start_budget, start_budget_waiting};
     }
     pub mod tokens {
         pub use crate::tokens::WORD_LETTERS;

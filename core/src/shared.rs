@@ -25,7 +25,7 @@ use crate::registry::Registry;
 use crate::session::options::SessionOptions;
 
 pub(crate) use slot::{Closing, Slot, millis};
-pub use slot::{START_BUDGET_FACTOR, start_budget, start_budget_waiting};
+pub use slot::{start_budget, start_budget_waiting};
 pub use state::ProviderState;
 pub(crate) use state::{Ended, Ready, View};
 

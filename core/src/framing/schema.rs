@@ -24,7 +24,7 @@ use crate::keywords::{COMBINATIONS, Holds, holds};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum SchemaCut {
-    /// Descriptions and titles shortened to [`ANNOTATION_CHARS`]; examples,
+    /// Descriptions and titles shortened to `ANNOTATION_CHARS` (120 characters); examples,
     /// defaults and comments left out.
     Annotations,
     /// Descriptions, titles, examples, defaults and comments left out.
@@ -42,7 +42,7 @@ pub enum SchemaCut {
 
 /// How long a description or title inside a schema stays at
 /// [`SchemaCut::Annotations`], in characters.
-pub const ANNOTATION_CHARS: usize = 120;
+pub(crate) const ANNOTATION_CHARS: usize = 120;
 
 /// Keywords written for people.
 const ANNOTATIONS: &[&str] = &["description", "title"];

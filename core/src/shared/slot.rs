@@ -39,10 +39,10 @@ pub(crate) use start::millis;
 
 /// How many times its request timeout a provider's whole start may take
 /// (spawn, handshake, every page of its listing) before it is a failure.
-pub const START_BUDGET_FACTOR: u32 = 10;
+pub(crate) const START_BUDGET_FACTOR: u32 = 10;
 
 /// The bound on a provider's whole start, for a request timeout of
-/// `timeout`: [`START_BUDGET_FACTOR`] times it, and never less than the
+/// `timeout`: `START_BUDGET_FACTOR` (10) times it, and never less than the
 /// longest a turn waits for a start.
 pub fn start_budget(timeout: Duration) -> Duration {
     (timeout * START_BUDGET_FACTOR).max(2 * (timeout + TIMEOUT_GRACE))
