@@ -291,13 +291,13 @@ async fn an_embedder_writes_its_own_mode_and_sink_with_what_the_crate_exports() 
     session.close().await;
 }
 
-/// What an embedder's program names is at the crate root, with the crates
-/// its signatures need (`BoxFuture` for `Ask::new`, `serde_json` for
-/// settings and results, `inventory` for a kind): no module path, no
-/// dependency of its own. The provider's raw result is behind an
-/// operator-only accessor.
+/// What an embedder's program names is at the crate root or in its public
+/// modules, with the crates its signatures need (`BoxFuture` for
+/// `Ask::new`, `serde_json` for settings and results, `kind::inventory` for
+/// a kind): nothing from `internals`, no dependency of its own. The
+/// provider's raw result is behind an operator-only accessor.
 #[tokio::test]
-async fn an_embedder_needs_nothing_but_the_crate_root() {
+async fn an_embedder_needs_nothing_but_the_crate_and_its_public_modules() {
     use spear_capabilities::serde_json::{Map, Value};
     use spear_capabilities::{
         BoxFuture, TurnKind, exposure::CapabilityClass, registry::RequestClass,
