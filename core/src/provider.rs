@@ -202,10 +202,10 @@ impl ProviderInfo {
 ///   its own checks included) and drops the call's future when it passes. A
 ///   kind sets no deadline of its own on a call.
 /// - **A start's own requests are the kind's.** Inside
-///   [`ProviderKind::connect`](crate::ProviderKind::connect) and
+///   [`ProviderKind::connect`](crate::kind::ProviderKind::connect) and
 ///   [`Provider::list_tools`], each request the caller cannot see into (an
 ///   MCP server's `initialize`, each page of its listing) is bounded by the
-///   kind, by [`ConnectRequest::start_timeout`](crate::ConnectRequest::start_timeout).
+///   kind, by [`ConnectRequest::start_timeout`](crate::kind::ConnectRequest::start_timeout).
 ///   The caller bounds the start as a whole (its start budget) and may drop
 ///   its future.
 ///
