@@ -72,8 +72,27 @@ struct Health {
     /// The last record was not written.
     failing: std::sync::atomic::AtomicBool,
     last_error: std::sync::Mutex<Option<AuditError>>,
-    /// The session has been told.
-    told: std::sync::atomic::AtomicBool,
+    /// What the session has told the person of the trail so far.
+    told: std::sync::Mutex<Told>,
+}
+
+/// What the person was last told of the trail.
+#[derive(Debug, Default)]
+struct Told {
+    /// That it fails (WRITEs are refused), and not since that it recovered.
+    failing: bool,
+    /// The records lost when they were last told.
+    lost: u64,
+}
+
+/// News of the trail's health, for the session's notices.
+#[derive(Debug)]
+pub(crate) enum TrailNews {
+    /// It loses records (first said, or again after it had recovered).
+    Failing(AuditFailure),
+    /// It records again, after the person was told it fails; `lost`
+    /// records were lost in all.
+    Recovered { lost: u64 },
 }
 
 /// Records an audit trail lost: how many, and why the last one was.
@@ -221,15 +240,28 @@ impl Audit {
         (lost > 0).then_some(AuditFailure { lost, last_error })
     }
 
-    /// The failure, the first time it is asked for: what the session's
-    /// notice says once.
-    pub(crate) fn failure_untold(&self) -> Option<AuditFailure> {
-        let failure = self.failure()?;
-        (!self
-            .health
-            .told
-            .swap(true, std::sync::atomic::Ordering::SeqCst))
-        .then_some(failure)
+    /// What the person should hear of the trail now, once: that it fails
+    /// (the first time, or again after it recovered), or that it records
+    /// again after they were told it fails.
+    pub(crate) fn news(&self) -> Option<TrailNews> {
+        let mut told = self.health.told.lock().unwrap_or_else(|p| p.into_inner());
+        let lost = self.health.lost.load(std::sync::atomic::Ordering::SeqCst);
+        if told.failing {
+            if self.is_failing() {
+                return None;
+            }
+            *told = Told {
+                failing: false,
+                lost,
+            };
+            return Some(TrailNews::Recovered { lost });
+        }
+        let failure = self.failure().filter(|f| f.lost > told.lost)?;
+        *told = Told {
+            failing: true,
+            lost: failure.lost,
+        };
+        Some(TrailNews::Failing(failure))
     }
 }
 

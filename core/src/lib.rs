@@ -49,7 +49,7 @@ pub use session::{Session, SessionOptions};
 pub use shared::ProviderState;
 pub use tokens::{EstimatedTokens, TokenCounter};
 pub use turn::{Answer, Turn};
-pub use vocabulary::{AnswerStatus, Runtime, TurnKind, UnavailableReason, WritePolicy};
+pub use vocabulary::{AnswerStatus, Refusal, Runtime, TurnKind, UnavailableReason, WritePolicy};
 
 /// The attribute every implementation of [`Provider`], [`PermissionMode`]
 /// and [`kind::Connector`] needs (their methods are `async`): re-exported

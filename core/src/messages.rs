@@ -116,6 +116,15 @@ pub(crate) fn notice_audit_failing(failure: &AuditFailure) -> String {
     )
 }
 
+/// The session's notice that the audit trail records again, after it was
+/// said to fail.
+pub(crate) fn notice_audit_recovered(lost: u64) -> String {
+    let s = if lost == 1 { "" } else { "s" };
+    format!(
+        "The audit trail records again ({lost} audit record{s} could not be written while it failed); WRITE capabilities are allowed again."
+    )
+}
+
 /// The answer to a call that was sent when the session closed before its
 /// answer came.
 pub(crate) fn outcome_unknown_closed(capability: &str) -> String {

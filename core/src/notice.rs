@@ -1,7 +1,8 @@
 //! Notices: what a session tells the person once, as data.
 //!
-//! A provider left out of the session's turns, one back, one with no tools, or an audit trail
-//! that is losing records: each is said once, by [`crate::Session::take_notices`].
+//! A provider left out of the session's turns, one back, one with no tools, an audit trail
+//! that is losing records or records again: each is said once, by
+//! [`crate::Session::take_notices`].
 //! SPEAR words them as it likes, or uses [`Notice::text`].
 
 use crate::audit::AuditFailure;
@@ -35,6 +36,12 @@ pub enum Notice {
     /// The audit trail is losing records: READs go on, WRITEs are refused
     /// while it cannot record them.
     AuditFailing(AuditFailure),
+    /// The audit trail records again, after the person was told it fails
+    /// ([`Notice::AuditFailing`]): WRITEs are allowed again.
+    AuditRecovered {
+        /// The records it lost in all.
+        lost: u64,
+    },
 }
 
 impl Notice {
@@ -44,7 +51,7 @@ impl Notice {
             Notice::Unavailable { provider, .. }
             | Notice::Available { provider }
             | Notice::NoTools { provider } => Some(provider),
-            Notice::AuditFailing(_) => None,
+            Notice::AuditFailing(_) | Notice::AuditRecovered { .. } => None,
         }
     }
 
@@ -77,6 +84,7 @@ impl Notice {
             Notice::Available { provider } => messages::notice_available(provider),
             Notice::NoTools { provider } => messages::notice_declares_no_tools(provider),
             Notice::AuditFailing(failure) => messages::notice_audit_failing(failure),
+            Notice::AuditRecovered { lost } => messages::notice_audit_recovered(*lost),
         }
     }
 }

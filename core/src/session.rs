@@ -64,7 +64,7 @@ pub(crate) mod options;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::audit::{Audit, AuditEvent, AuditFailure, ModeName, SessionEnd};
+use crate::audit::{Audit, AuditEvent, AuditFailure, ModeName, SessionEnd, TrailNews};
 use crate::error::Error;
 use crate::error::TurnError;
 use crate::kind::{Connector, KindConnector};
@@ -205,13 +205,19 @@ impl Session {
     }
 
     /// The notices not read yet: each failed provider is reported once in
-    /// the session's life, and so is an audit trail that loses records
-    /// (first). Each carries its provider and reason as data;
-    /// [`Notice::text`] words it for the person.
+    /// the session's life; an audit trail that loses records is reported
+    /// (first) when it begins to, and again when it records again (WRITEs
+    /// are allowed again), and so on for each later failure. Each carries
+    /// its provider and reason as data; [`Notice::text`] words it for the
+    /// person.
     pub fn take_notices(&self) -> Vec<Notice> {
         let mut notices = self.inner.take_notices();
-        if let Some(failure) = self.inner.audit.failure_untold() {
-            notices.insert(0, Notice::AuditFailing(failure));
+        match self.inner.audit.news() {
+            Some(TrailNews::Failing(failure)) => notices.insert(0, Notice::AuditFailing(failure)),
+            Some(TrailNews::Recovered { lost }) => {
+                notices.insert(0, Notice::AuditRecovered { lost })
+            }
+            None => {}
         }
         notices
     }

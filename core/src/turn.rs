@@ -27,7 +27,7 @@ use serde_json::Value;
 
 use crate::admission::Tool;
 use crate::audit::{Audit, AuditEvent};
-use crate::command::{CapabilityId, Command, Recognized, Refusal, recognize};
+use crate::command::{self, CapabilityId, Command, Recognized, recognize};
 use crate::framing::{
     MAX_SHOWN_SCHEMA_CHARS, MAX_SHOWN_SCHEMA_NAMES_CHARS, one_line, property_schema, schema_text,
 };
@@ -35,7 +35,7 @@ use crate::messages;
 use crate::provider::CallResult;
 use crate::shared::{Ended, Ready, Shared, Slot};
 use crate::shown::{Shown, ShownCapability};
-use crate::vocabulary::{AnswerStatus, UnavailableReason};
+use crate::vocabulary::{AnswerStatus, Refusal, UnavailableReason};
 
 /// The most characters of a command line the audit trail keeps.
 pub(crate) const MAX_AUDIT_COMMAND_CHARS: usize = 1024;
@@ -65,6 +65,8 @@ pub struct Answer {
     /// the call's time bound, say). The call ran; the turn's text says it
     /// too.
     pub structured_unchecked: Option<String>,
+    /// Why it was refused ([`Answer::refusal`]).
+    refusal: Option<Refusal>,
 }
 
 impl Answer {
@@ -75,7 +77,19 @@ impl Answer {
             result: None,
             structured_mismatch: None,
             structured_unchecked: None,
+            refusal: None,
         }
+    }
+
+    /// Why SPEAR refused the command before it reached a provider: `Some`
+    /// for every answer whose status is [`AnswerStatus::Refused`] or
+    /// [`AnswerStatus::Unavailable`] (also written, by the same name, as
+    /// the `refusal` of its `capability_refused` record); `None` for a
+    /// command that was answered or a call that was sent (an unavailable
+    /// provider found during the call is [`Outcome`](crate::audit::Outcome)
+    /// `unavailable`, not a refusal).
+    pub fn refusal(&self) -> Option<&Refusal> {
+        self.refusal.as_ref()
     }
 
     /// **For the operator only, never for a turn**: the result as the
@@ -225,21 +239,27 @@ impl Turn {
         self.answer_ours(&line, Ok(command)).await
     }
 
-    async fn answer_ours(&self, line: &str, parsed: Result<Command, Refusal>) -> Answer {
+    async fn answer_ours(&self, line: &str, parsed: Result<Command, command::Refusal>) -> Answer {
         match self.mode {
-            TurnMode::NoGateway => return self.refuse(None, line, messages::NO_GATEWAY),
-            TurnMode::NotServed => return self.refuse(None, line, messages::NOT_SERVED),
+            TurnMode::NoGateway => {
+                return self.refuse(None, line, Refusal::GatewayAbsent, messages::NO_GATEWAY);
+            }
+            TurnMode::NotServed => {
+                return self.refuse(None, line, Refusal::NotServed, messages::NOT_SERVED);
+            }
             TurnMode::Gateway if self.session.is_closed() => {
-                return self.refuse(None, line, messages::SESSION_CLOSED);
+                return self.refuse(None, line, Refusal::SessionClosed, messages::SESSION_CLOSED);
             }
             TurnMode::Gateway if tokio::runtime::Handle::try_current().is_err() => {
-                return self.refuse(None, line, messages::NO_RUNTIME);
+                return self.refuse(None, line, Refusal::NoRuntime, messages::NO_RUNTIME);
             }
             TurnMode::Gateway => {}
         }
         let command = match parsed {
             Ok(c) => c,
-            Err(refusal) => return self.refuse(None, line, refusal.message()),
+            Err(refusal) => {
+                return self.refuse(None, line, Refusal::BadCommand, refusal.message());
+            }
         };
         match command {
             Command::List => Answer::new(AnswerStatus::Ok, self.list_text()),
@@ -316,7 +336,7 @@ impl Turn {
                         }
                         None => {
                             let text = messages::no_such_property(&tool.shown.id, property);
-                            return self.refuse(Some(id), line, &text);
+                            return self.refuse(Some(id), line, Refusal::NoSuchProperty, &text);
                         }
                     }
                 };
@@ -328,13 +348,18 @@ impl Turn {
             }
             Resolved::Unavailable(provider, reason) => self.unavailable(line, id, provider, reason),
             Resolved::NotOffered => self.not_offered(line, id),
-            Resolved::Closed => self.refuse(Some(id), line, messages::SESSION_CLOSED),
+            Resolved::Closed => self.refuse(
+                Some(id),
+                line,
+                Refusal::SessionClosed,
+                messages::SESSION_CLOSED,
+            ),
         }
     }
 
     fn not_offered(&self, line: &str, id: &CapabilityId) -> Answer {
         let text = messages::not_offered(&id.to_string(), self.read_only);
-        self.refuse(Some(id), line, &text)
+        self.refuse(Some(id), line, Refusal::NotOffered, &text)
     }
 
     /// The answer to a command on a capability whose provider is
@@ -350,20 +375,39 @@ impl Turn {
             AnswerStatus::Unavailable,
             messages::capability_unavailable(&id.to_string(), provider, reason),
         );
-        self.audit_refusal(Some(id), line, &answer.text);
-        answer
+        self.refused(Some(id), line, Refusal::ProviderUnavailable, answer)
     }
 
-    fn refuse(&self, id: Option<&CapabilityId>, line: &str, reason: &str) -> Answer {
-        self.audit_refusal(id, line, reason);
-        Answer::new(AnswerStatus::Refused, reason)
+    fn refuse(
+        &self,
+        id: Option<&CapabilityId>,
+        line: &str,
+        refusal: Refusal,
+        reason: &str,
+    ) -> Answer {
+        self.refused(
+            id,
+            line,
+            refusal,
+            Answer::new(AnswerStatus::Refused, reason),
+        )
     }
 
-    fn audit_refusal(&self, id: Option<&CapabilityId>, line: &str, reason: &str) {
+    /// `answer`, refused for `refusal`, and its `capability_refused` record.
+    fn refused(
+        &self,
+        id: Option<&CapabilityId>,
+        line: &str,
+        refusal: Refusal,
+        mut answer: Answer,
+    ) -> Answer {
         self.audit.emit(AuditEvent::CapabilityRefused {
             capability: id.map(|i| one_line(&i.to_string(), 200)),
             command: one_line(line, MAX_AUDIT_COMMAND_CHARS),
-            reason: reason.to_owned(),
+            reason: answer.text.clone(),
+            refusal: Some(refusal),
         });
+        answer.refusal = Some(refusal);
+        answer
     }
 }

@@ -193,6 +193,67 @@ named! {
 }
 
 named! {
+    /// Why SPEAR refused a command before it reached a provider
+    /// ([`crate::Answer::refusal`]). Its name is the `refusal` field of the
+    /// `capability_refused` audit record the refusal wrote.
+    ///
+    /// More reasons may come: match with a `_` arm.
+    ///
+    /// ```
+    /// use spear_capabilities::{Answer, Refusal};
+    /// fn hint(answer: &Answer) -> Option<&'static str> {
+    ///     Some(match answer.refusal()? {
+    ///         Refusal::AuditFailing => "the audit trail cannot record: fix the disk",
+    ///         Refusal::WriteDeclined => "the person said no",
+    ///         Refusal::NotDescribed => "describe it first",
+    ///         _ => "see the answer's text",
+    ///     })
+    /// }
+    /// # let _ = hint;
+    /// ```
+    #[non_exhaustive]
+    pub enum Refusal {
+        /// The line is the command, and not a well-formed one (an unknown
+        /// verb, a missing id, arguments that are not one JSON object, ...).
+        BadCommand = "bad_command",
+        /// The turn runs on SPEAR's earlier runtime, which has no gateway.
+        GatewayAbsent = "gateway_absent",
+        /// External capabilities are not offered to this kind of turn.
+        NotServed = "not_served",
+        /// The session that offered the capabilities is closed.
+        SessionClosed = "session_closed",
+        /// No tokio runtime is running where the command was answered.
+        NoRuntime = "no_runtime",
+        /// The capability is not one this turn is offered (unknown, or a
+        /// WRITE in a read-only turn).
+        NotOffered = "not_offered",
+        /// The capability's provider is unavailable (the answer's status is
+        /// [`crate::AnswerStatus::Unavailable`]).
+        ProviderUnavailable = "provider_unavailable",
+        /// In index mode, a capability must be described before it is
+        /// invoked.
+        NotDescribed = "not_described",
+        /// `describe` named a property the tool's schema does not have.
+        NoSuchProperty = "no_such_property",
+        /// The arguments do not fit the tool's schema.
+        ArgumentsDoNotFit = "arguments_do_not_fit",
+        /// The tool's schema cannot be used to check arguments.
+        SchemaUnusable = "schema_unusable",
+        /// The arguments could not be checked (in time): they are never
+        /// sent unchecked.
+        ArgumentsNotChecked = "arguments_not_checked",
+        /// A WRITE, and the provider's write policy is `refuse`.
+        WriteRefusedByPolicy = "write_refused_by_policy",
+        /// A WRITE the session's permission mode did not allow.
+        WriteRefusedByMode = "write_refused_by_mode",
+        /// A WRITE the person declined when the `ask` mode asked them.
+        WriteDeclined = "write_declined",
+        /// A WRITE while the audit trail cannot record it.
+        AuditFailing = "audit_failing",
+    }
+}
+
+named! {
     /// How a call that went to a provider came out, as its audit record
     /// says it; the status of its answer follows from it
     /// ([`Outcome::status`]).

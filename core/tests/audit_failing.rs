@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use common::{Bench, begin};
 use serde_json::json;
 use spear_capabilities::{
-    AnswerStatus, Audit, Auto, Notice, Session, SessionOptions,
+    AnswerStatus, Audit, Auto, Notice, Refusal, Session, SessionOptions,
     audit::{AuditError, AuditRecord, AuditSink},
 };
 use spear_testkit::ours;
@@ -65,6 +65,7 @@ async fn a_failing_trail_refuses_writes_lets_reads_on_and_is_said_once() {
     )
     .await;
     assert_eq!(write.status, AnswerStatus::Refused, "{}", write.text);
+    assert_eq!(write.refusal(), Some(&Refusal::AuditFailing));
     assert_eq!(
         write.text,
         "`notes/add_note` was not run: it is a WRITE, and the audit trail is failing, so its approval and invocation could not be recorded before it was sent."
@@ -128,5 +129,76 @@ async fn a_failing_trail_refuses_writes_lets_reads_on_and_is_said_once() {
         })
         .collect();
     assert!(events.contains(&"write_approved".to_owned()), "{events:?}");
+    session.close().await;
+}
+
+#[tokio::test]
+async fn the_person_told_the_trail_fails_is_told_when_it_records_again_and_when_it_fails_again() {
+    let b = Bench::new(json!([
+        {"id": "notes", "scope": "global", "read": ["get_note"], "write": "allow"}
+    ]));
+    let notes = b.provider("notes");
+    notes
+        .add_simple_tool("get_note", "Read one note.", &["id"])
+        .add_simple_tool("add_note", "Create a note.", &["text"]);
+    let sink = Arc::new(Switch::default());
+    let session = Session::open(
+        Arc::clone(&b.registry),
+        SessionOptions::new("s1", Arc::new(Auto))
+            .with_audit(Audit::new(sink.clone()))
+            .with_connector(b.connector.clone()),
+    );
+    let turn = begin(&session).await;
+    let read = r#"spear-capability invoke notes/get_note '{"id": "1"}'"#;
+    let write = r#"spear-capability invoke notes/add_note '{"text": "x"}'"#;
+    assert!(session.take_notices().is_empty());
+
+    sink.failing.store(true, Ordering::SeqCst);
+    assert_eq!(
+        ours(&turn, write).await.refusal(),
+        Some(&Refusal::AuditFailing)
+    );
+    let notices = session.take_notices();
+    assert!(
+        matches!(notices[..], [Notice::AuditFailing(_)]),
+        "{notices:?}"
+    );
+
+    // Still failing: nothing new to say.
+    assert_eq!(ours(&turn, read).await.status, AnswerStatus::Ok);
+    assert!(session.take_notices().is_empty());
+
+    // It records again: said once, with what was lost; a WRITE runs.
+    sink.failing.store(false, Ordering::SeqCst);
+    assert_eq!(ours(&turn, read).await.status, AnswerStatus::Ok);
+    let notices = session.take_notices();
+    let [Notice::AuditRecovered { lost }] = notices[..] else {
+        panic!("{notices:?}")
+    };
+    assert!(lost >= 2, "{lost}");
+    assert_eq!(notices[0].provider(), None);
+    let text = notices[0].text();
+    assert!(
+        text.starts_with("The audit trail records again (")
+            && text.ends_with("WRITE capabilities are allowed again."),
+        "{text}"
+    );
+    assert!(session.take_notices().is_empty(), "said once");
+    let answer = ours(&turn, write).await;
+    assert_eq!(answer.status, AnswerStatus::Ok, "{}", answer.text);
+    assert_eq!(answer.refusal(), None);
+
+    // A later failure is news again.
+    sink.failing.store(true, Ordering::SeqCst);
+    assert_eq!(
+        ours(&turn, write).await.refusal(),
+        Some(&Refusal::AuditFailing)
+    );
+    let notices = session.take_notices();
+    assert!(
+        matches!(&notices[..], [Notice::AuditFailing(f)] if f.lost > lost),
+        "{notices:?}"
+    );
+    sink.failing.store(false, Ordering::SeqCst);
     session.close().await;
 }

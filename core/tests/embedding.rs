@@ -12,7 +12,7 @@ use common::{Bench, begin, implementation};
 use futures::future::BoxFuture;
 use serde_json::json;
 use spear_capabilities::{
-    AnswerStatus, Ask, Auto, Error, PermissionMode, ProviderState, TurnError, WritePolicy,
+    AnswerStatus, Ask, Auto, Error, PermissionMode, ProviderState, Refusal, TurnError, WritePolicy,
     WriteRequest, async_trait,
     audit::{AuditRecord, AuditSink},
 };
@@ -371,4 +371,85 @@ fn an_embedder_tells_what_is_wrong_with_an_entry_by_its_kind() {
             "3:53 a key given twice (write)",
         ]
     );
+}
+
+#[tokio::test]
+async fn each_refusal_says_its_reason_as_a_value_named_as_its_audit_record_names_it() {
+    let (b, _notes) = bench();
+    let refusals = |b: &Bench| -> Vec<String> {
+        b.sink
+            .named("capability_refused")
+            .iter()
+            .map(|r| r["refusal"].as_str().unwrap_or("(none)").to_owned())
+            .collect()
+    };
+    let cases = [
+        ("spear-capability frobnicate", Refusal::BadCommand),
+        (
+            "spear-capability invoke notes/nothing '{}'",
+            Refusal::NotOffered,
+        ),
+        (
+            r#"spear-capability invoke notes/get_note '{"id": 7}'"#,
+            Refusal::ArgumentsDoNotFit,
+        ),
+        (
+            "spear-capability describe notes/get_note no_such",
+            Refusal::NoSuchProperty,
+        ),
+        (WRITE, Refusal::WriteDeclined),
+    ];
+    let s = b.session(Arc::new(person(Duration::ZERO, false)));
+    let t = begin(&s).await;
+    for (line, want) in cases {
+        let answer = ours(&t, line).await;
+        assert_eq!(
+            answer.status,
+            AnswerStatus::Refused,
+            "{line}: {}",
+            answer.text
+        );
+        assert_eq!(answer.refusal(), Some(&want), "{line}: {}", answer.text);
+    }
+    let names: Vec<&str> = cases.iter().map(|(_, r)| r.as_str()).collect();
+    assert_eq!(refusals(&b), names);
+    // An answer that is not a refusal has none.
+    let read = ours(
+        &t,
+        r#"spear-capability invoke notes/get_note '{"id": "7"}'"#,
+    )
+    .await;
+    assert_eq!((read.status, read.refusal()), (AnswerStatus::Ok, None));
+    s.close().await;
+    let closed = ours(&t, "spear-capability list").await;
+    assert_eq!(closed.refusal(), Some(&Refusal::SessionClosed));
+
+    // A mode of the embedder's own that says no is the mode's refusal, not
+    // the person's.
+    let (b, _notes) = bench();
+    let mode = Tally {
+        seen: Arc::default(),
+        decide: Box::new(|_| false),
+    };
+    let s = b.session(Arc::new(mode));
+    let t = begin(&s).await;
+    assert_eq!(
+        ours(&t, WRITE).await.refusal(),
+        Some(&Refusal::WriteRefusedByMode)
+    );
+    assert_eq!(refusals(&b), ["write_refused_by_mode"]);
+    s.close().await;
+
+    // A provider whose write policy is `refuse`.
+    let b = Bench::new(json!([{"id": "notes", "scope": "global", "read": ["get_note"]}]));
+    b.provider("notes")
+        .add_simple_tool("add_note", "Create a note.", &["text"]);
+    let s = b.session(Arc::new(Auto));
+    let t = begin(&s).await;
+    assert_eq!(
+        ours(&t, WRITE).await.refusal(),
+        Some(&Refusal::WriteRefusedByPolicy)
+    );
+    assert_eq!(refusals(&b), ["write_refused_by_policy"]);
+    s.close().await;
 }

@@ -230,8 +230,12 @@ pub enum AuditEvent {
         capability: Option<String>,
         /// The command line (plain, bounded).
         command: String,
-        /// Why.
+        /// Why, as the turn was told.
         reason: String,
+        /// Why, by name: [`crate::Refusal`] (what `Answer::refusal` says).
+        /// `None` in a record written before records carried it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        refusal: Option<crate::vocabulary::Refusal>,
     },
     /// A session began; its records carry its id.
     SessionStarted {

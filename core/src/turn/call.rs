@@ -31,7 +31,7 @@ use crate::permission::WriteRequest;
 use crate::provider::{CallRequest, CallResult, Provider};
 use crate::shared::{Ready, Slot, TIMEOUT_GRACE, millis};
 use crate::vocabulary::{
-    AnswerStatus, CapabilityClass, Exposure, Outcome, UnavailableReason, WritePolicy,
+    AnswerStatus, CapabilityClass, Exposure, Outcome, Refusal, UnavailableReason, WritePolicy,
 };
 
 impl Turn {
@@ -47,30 +47,49 @@ impl Turn {
                 return self.unavailable(line, id, provider, reason);
             }
             Resolved::NotOffered => return self.not_offered(line, id),
-            Resolved::Closed => return self.refuse(Some(id), line, messages::SESSION_CLOSED),
+            Resolved::Closed => {
+                return self.refuse(
+                    Some(id),
+                    line,
+                    Refusal::SessionClosed,
+                    messages::SESSION_CLOSED,
+                );
+            }
         };
         let (slot, ready, tool) = (&*admitted.slot, &admitted.ready, admitted.tool());
         let cap = &tool.shown.id;
         if self.shown.exposure == Exposure::Index && !admitted.described.load(Ordering::Relaxed) {
-            return self.refuse(Some(id), line, &messages::describe_first(cap));
+            return self.refuse(
+                Some(id),
+                line,
+                Refusal::NotDescribed,
+                &messages::describe_first(cap),
+            );
         }
         // The runtime's clock, as the call's timer reads it.
         let checking = tokio::time::Instant::now();
         let arguments = match self.check_arguments(slot, tool, arguments).await {
             Ok(arguments) => arguments,
-            Err(reason) => return self.refuse(Some(id), line, &reason),
+            Err((refusal, reason)) => return self.refuse(Some(id), line, refusal, &reason),
         };
         // What the check took comes out of the call's bound.
         let bound = (slot.entry.timeout + TIMEOUT_GRACE).saturating_sub(checking.elapsed());
         let audited = bounded_arguments(&arguments);
         if tool.shown.class == CapabilityClass::Write {
             let request = WriteRequest::new(cap.as_str(), &arguments);
-            if let Some(reason) = self.write_refusal(slot, request, audited.clone()).await {
-                return self.refuse(Some(id), line, &reason);
+            if let Some((refusal, reason)) =
+                self.write_refusal(slot, request, audited.clone()).await
+            {
+                return self.refuse(Some(id), line, refusal, &reason);
             }
         }
         if self.session.is_closed() {
-            return self.refuse(Some(id), line, messages::SESSION_CLOSED);
+            return self.refuse(
+                Some(id),
+                line,
+                Refusal::SessionClosed,
+                messages::SESSION_CLOSED,
+            );
         }
         // The person's approval is not counted: the bound runs from here.
         let deadline = tokio::time::Instant::now() + bound;
@@ -203,15 +222,21 @@ impl Turn {
         slot: &Slot,
         request: WriteRequest,
         (arguments, arguments_cut): (Value, Option<u64>),
-    ) -> Option<String> {
+    ) -> Option<(Refusal, String)> {
         let (provider, cap) = (&slot.entry.id, &request.capability);
         let policy = slot.entry.write;
         if policy == WritePolicy::Refuse {
-            return Some(messages::write_refused_by_policy(cap, provider));
+            return Some((
+                Refusal::WriteRefusedByPolicy,
+                messages::write_refused_by_policy(cap, provider),
+            ));
         }
         // Nothing is sent that the trail cannot record: not even asked for.
         if self.audit.is_failing() {
-            return Some(messages::write_refused_audit_failing(cap));
+            return Some((
+                Refusal::AuditFailing,
+                messages::write_refused_audit_failing(cap),
+            ));
         }
         let mode = &self.session.options.permission;
         if mode.allow_write(policy, &request).await {
@@ -228,9 +253,22 @@ impl Turn {
             let recorded = tokio::task::spawn_blocking(move || audit.try_emit_durable(approval))
                 .await
                 .is_ok_and(|written| written.is_ok());
-            (!recorded).then(|| messages::write_refused_audit_failing(&cap))
+            (!recorded).then(|| {
+                (
+                    Refusal::AuditFailing,
+                    messages::write_refused_audit_failing(&cap),
+                )
+            })
         } else {
-            Some(messages::write_refused_by_mode(cap, mode.name()))
+            // The `ask` mode asked the person about a `confirm` WRITE.
+            let asked = policy == WritePolicy::Confirm
+                && ModeName::from(mode.name().to_owned()) == ModeName::Ask;
+            let refusal = if asked {
+                Refusal::WriteDeclined
+            } else {
+                Refusal::WriteRefusedByMode
+            };
+            Some((refusal, messages::write_refused_by_mode(cap, mode.name())))
         }
     }
 }

@@ -27,6 +27,7 @@ use crate::framing::one_line;
 use crate::messages;
 use crate::provider::CallResult;
 use crate::shared::{MAX_CHECKS_IN_FLIGHT, Slot};
+use crate::vocabulary::Refusal;
 
 /// Why a check did not give its verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,7 +98,7 @@ impl Turn {
         slot: &Slot,
         tool: &Tool,
         arguments: Map<String, Value>,
-    ) -> Result<Map<String, Value>, String> {
+    ) -> Result<Map<String, Value>, (Refusal, String)> {
         let cap = &tool.shown.id;
         let schema = Arc::clone(&tool.schema);
         let check = move || {
@@ -115,9 +116,10 @@ impl Turn {
         };
         match checked {
             Ok((Value::Object(arguments), Ok(()))) => Ok(arguments),
-            Ok((_, Err(CheckFailure::Arguments(errors)))) => {
-                Err(messages::arguments_do_not_fit(cap, &errors))
-            }
+            Ok((_, Err(CheckFailure::Arguments(errors)))) => Err((
+                Refusal::ArgumentsDoNotFit,
+                messages::arguments_do_not_fit(cap, &errors),
+            )),
             Ok((_, Err(CheckFailure::Unusable { reason, first }))) => {
                 if first {
                     self.audit.emit(AuditEvent::ToolRejected {
@@ -130,12 +132,19 @@ impl Turn {
                     Ok(framed) => framed,
                     Err(no_token) => no_token.to_string(),
                 };
-                Err(messages::schema_unusable(cap, &framed))
+                Err((
+                    Refusal::SchemaUnusable,
+                    messages::schema_unusable(cap, &framed),
+                ))
             }
-            Ok((_, Ok(()))) | Err(NotChecked::Failed) => Err(messages::arguments_not_checked(cap)),
-            Err(NotChecked::TooLong | NotChecked::NoPlace) => Err(
+            Ok((_, Ok(()))) | Err(NotChecked::Failed) => Err((
+                Refusal::ArgumentsNotChecked,
+                messages::arguments_not_checked(cap),
+            )),
+            Err(NotChecked::TooLong | NotChecked::NoPlace) => Err((
+                Refusal::ArgumentsNotChecked,
                 messages::arguments_not_checked_in_time(cap, slot.entry.timeout),
-            ),
+            )),
         }
     }
 
