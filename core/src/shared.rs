@@ -125,6 +125,12 @@ impl Shared {
 
     /// Runs `stop` in the background, for `close` to wait for.
     pub(crate) fn stop_in_background(&self, stop: impl Future<Output = ()> + Send + 'static) {
+        // No runtime here (a provider failed by its runtime's shutdown):
+        // dropping the stop drops the provider, and its kind ends its
+        // processes at once.
+        if tokio::runtime::Handle::try_current().is_err() {
+            return;
+        }
         self.tracked.spawn(stop);
     }
 

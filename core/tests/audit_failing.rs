@@ -13,7 +13,7 @@ use spear_capabilities::{
     AnswerStatus, Audit, Auto, Notice, Refusal, Session, SessionOptions,
     audit::{AuditError, AuditRecord, AuditSink},
 };
-use spear_testkit::ours;
+use spear_testkit::{MockHandle, ours};
 
 /// A sink that fails while `failing` is set, and keeps what it wrote.
 #[derive(Default)]
@@ -32,8 +32,9 @@ impl AuditSink for Switch {
     }
 }
 
-#[tokio::test]
-async fn a_failing_trail_refuses_writes_lets_reads_on_and_is_said_once() {
+/// A session in auto mode over the mock `notes` (`get_note` a READ,
+/// `add_note` a WRITE, allowed), recording into a [`Switch`].
+fn switched() -> (Bench, MockHandle, Arc<Switch>, Audit, Session) {
     let b = Bench::new(json!([
         {"id": "notes", "scope": "global", "read": ["get_note"], "write": "allow"}
     ]));
@@ -49,6 +50,12 @@ async fn a_failing_trail_refuses_writes_lets_reads_on_and_is_said_once() {
             .with_audit(audit.clone())
             .with_connector(b.connector.clone()),
     );
+    (b, notes, sink, audit, session)
+}
+
+#[tokio::test]
+async fn a_failing_trail_refuses_writes_lets_reads_on_and_is_said_once() {
+    let (_b, notes, sink, audit, session) = switched();
     let turn = begin(&session).await;
     assert!(audit.failure().is_none());
 
@@ -134,20 +141,7 @@ async fn a_failing_trail_refuses_writes_lets_reads_on_and_is_said_once() {
 
 #[tokio::test]
 async fn the_person_told_the_trail_fails_is_told_when_it_records_again_and_when_it_fails_again() {
-    let b = Bench::new(json!([
-        {"id": "notes", "scope": "global", "read": ["get_note"], "write": "allow"}
-    ]));
-    let notes = b.provider("notes");
-    notes
-        .add_simple_tool("get_note", "Read one note.", &["id"])
-        .add_simple_tool("add_note", "Create a note.", &["text"]);
-    let sink = Arc::new(Switch::default());
-    let session = Session::open(
-        Arc::clone(&b.registry),
-        SessionOptions::new("s1", Arc::new(Auto))
-            .with_audit(Audit::new(sink.clone()))
-            .with_connector(b.connector.clone()),
-    );
+    let (_b, _notes, sink, _audit, session) = switched();
     let turn = begin(&session).await;
     let read = r#"spear-capability invoke notes/get_note '{"id": "1"}'"#;
     let write = r#"spear-capability invoke notes/add_note '{"text": "x"}'"#;

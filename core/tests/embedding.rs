@@ -453,3 +453,110 @@ async fn each_refusal_says_its_reason_as_a_value_named_as_its_audit_record_names
     assert_eq!(refusals(&b), ["write_refused_by_policy"]);
     s.close().await;
 }
+
+#[test]
+fn a_runtime_shutdown_fails_its_providers_when_it_happens_and_the_next_turn_has_them_again() {
+    let (b, _notes) = bench();
+    let runtime = |name| {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect(name)
+    };
+    let s = b.session(Arc::new(Auto));
+    let a = runtime("runtime A");
+    a.block_on(async {
+        let t = begin(&s).await;
+        assert!(t.shown().text.contains("notes/get_note (READ)"));
+    });
+    assert!(matches!(
+        s.provider_states()[0].1,
+        ProviderState::Ready { .. }
+    ));
+    drop(a);
+
+    // At once: no turn, no call since.
+    match &s.provider_states()[0].1 {
+        ProviderState::Unavailable { reason, message } => {
+            assert_eq!(*reason, spear_capabilities::UnavailableReason::Crashed);
+            assert!(
+                message.contains("the runtime that ran it has shut down"),
+                "{message}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    let failed = b.sink.named("provider_failed");
+    assert_eq!(failed.len(), 1, "{:?}", b.sink.names());
+    assert_eq!(failed[0]["reason"], "crashed");
+    assert_eq!(
+        b.sink.names().last().map(String::as_str),
+        Some("provider_failed")
+    );
+    let notices = s.take_notices();
+    assert!(
+        notices.iter().any(|n| n.provider() == Some("notes")),
+        "{notices:?}"
+    );
+
+    // The next turn, on a live runtime, has it again.
+    runtime("runtime B").block_on(async {
+        let t = begin(&s).await;
+        assert!(
+            t.shown().text.contains("notes/get_note (READ)"),
+            "{}",
+            t.shown().text
+        );
+        let read = ours(
+            &t,
+            r#"spear-capability invoke notes/get_note '{"id": "1"}'"#,
+        )
+        .await;
+        assert_eq!(read.status, AnswerStatus::Ok, "{}", read.text);
+        let restarted = b.sink.named("provider_restarted");
+        assert_eq!(restarted.len(), 1);
+        assert_eq!(restarted[0]["attempt"], 1);
+        assert_eq!(b.connector.connects(), ["notes", "notes"]);
+        s.close().await;
+    });
+}
+
+#[test]
+fn a_start_cut_short_by_its_runtimes_shutdown_fails_then_and_starts_again_next_turn() {
+    let (b, _notes) = bench();
+    b.connector
+        .start_latency("notes", Duration::from_secs(3600));
+    let runtime = || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime")
+    };
+    let s = b.session(Arc::new(Auto));
+    let a = runtime();
+    a.block_on(async { s.start_providers(&implementation()).expect("a runtime") });
+    assert!(matches!(
+        s.provider_states()[0].1,
+        ProviderState::Starting { .. }
+    ));
+    drop(a);
+    match &s.provider_states()[0].1 {
+        ProviderState::Unavailable { message, .. } => assert!(
+            message.contains("the runtime that ran it has shut down"),
+            "{message}"
+        ),
+        other => panic!("still {other:?}"),
+    }
+    assert_eq!(b.sink.named("provider_failed").len(), 1);
+
+    b.connector.start_latency("notes", Duration::ZERO);
+    runtime().block_on(async {
+        let t = begin(&s).await;
+        assert!(
+            t.shown().text.contains("notes/get_note (READ)"),
+            "{}",
+            t.shown().text
+        );
+        s.close().await;
+    });
+}

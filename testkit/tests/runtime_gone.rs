@@ -50,6 +50,19 @@ fn a_provider_whose_runtime_shut_down_fails_at_once_and_is_reaped() {
         .parse()
         .expect("a pid");
     drop(a);
+    // Failed when the runtime shut down, before any turn or call since.
+    let states = b.session.provider_states();
+    assert!(
+        !states.is_empty()
+            && states.iter().all(|(_, s)| matches!(
+                s,
+                ProviderState::Unavailable {
+                    reason: UnavailableReason::Crashed,
+                    ..
+                }
+            )),
+        "{states:?}"
+    );
 
     let b_rt = runtime_b();
     b_rt.block_on(async {

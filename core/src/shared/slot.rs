@@ -13,8 +13,9 @@
 //! start, it broke the protocol) are not retried.
 //!
 //! The state machine's transitions (prepare, wait, fail, close) are this
-//! file; what the states are is `shared/state.rs`, and a start's own work
-//! (connect, list, admit) `shared/slot/start.rs`.
+//! file; what the states are is `shared/state.rs`, a start's own work
+//! (connect, list, admit) `shared/slot/start.rs`, and a runtime's shutdown
+//! noticed when it happens `shared/slot/runtime.rs`.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -23,6 +24,7 @@ use tokio::sync::{Semaphore, watch};
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
+mod runtime;
 mod start;
 
 use super::state::{Ended, ProviderState, Ready, View};
@@ -83,6 +85,9 @@ struct Failure {
     message: String,
     /// The number of the session's turn when it failed.
     at_turn: u64,
+    /// Its tokio runtime shut down: nothing of its own, so the next turn
+    /// (on a live runtime) starts it again, counting against no bound.
+    runtime_gone: bool,
 }
 
 impl Failure {
@@ -99,8 +104,10 @@ impl Failure {
 #[derive(Debug)]
 struct State {
     phase: Phase,
-    /// Restarts so far.
+    /// Restarts after a crash or a timeout (at most [`MAX_RESTARTS`]).
     restarts: u32,
+    /// Every restart so far, for the records' `attempt`.
+    restarted: u32,
     /// A turn was told the provider is unavailable (or starting) since it
     /// was last ready, so its readiness is news.
     missed: bool,
@@ -128,6 +135,7 @@ impl Slot {
             state: Mutex::new(State {
                 phase: Phase::Idle,
                 restarts: 0,
+                restarted: 0,
                 missed: false,
                 said_unavailable: false,
                 said_back: false,
@@ -155,16 +163,18 @@ impl Slot {
                     None
                 }
                 Phase::Failed(f)
-                    if f.retryable()
-                        && restarts < MAX_RESTARTS
-                        && turn >= f.at_turn + pause_turns(restarts + 1) =>
+                    if f.runtime_gone
+                        || (f.retryable()
+                            && restarts < MAX_RESTARTS
+                            && turn >= f.at_turn + pause_turns(restarts + 1)) =>
                 {
                     audit.emit(AuditEvent::ProviderRestarted {
                         provider: self.entry.id.clone(),
-                        attempt: restarts + 1,
+                        attempt: state.restarted + 1,
                         previous: f.message.clone(),
                     });
-                    state.restarts += 1;
+                    state.restarts += u32::from(!f.runtime_gone);
+                    state.restarted += 1;
                     self.spawn_start(inner, &mut state);
                     None
                 }
@@ -176,7 +186,7 @@ impl Slot {
             let reason = error
                 .unavailable_reason()
                 .unwrap_or(UnavailableReason::Crashed);
-            self.fail(inner, &ready, reason, &error, turn);
+            self.fail(inner, &ready, reason, &error, turn, false);
         }
     }
 
@@ -190,6 +200,7 @@ impl Slot {
         );
         let provider = self.entry.id.as_str();
         span.in_scope(|| tracing::info!(target: "spear_capabilities::provider", provider, "provider starting"));
+        let (watch, arming) = self.start_watch(inner);
         let task = tokio::spawn(tracing::Instrument::instrument(
             async move {
                 let budget = start_budget_waiting(slot.entry.timeout, session.options.start_wait);
@@ -202,15 +213,18 @@ impl Slot {
                             stderr: String::new(),
                         })
                     });
+                watch.disarm();
                 slot.finish_start(&session, outcome);
             },
             span,
         ));
+        arming.arm();
         state.phase = Phase::Starting {
             since: Instant::now(),
             connected: None,
             task: Some(task.abort_handle()),
         };
+        self.refused_start(inner, state, &task);
         self.bump();
     }
 
@@ -222,7 +236,7 @@ impl Slot {
         self.bump();
     }
 
-    fn finish_start(&self, inner: &Shared, outcome: Result<Ready, Error>) {
+    fn finish_start(self: &Arc<Self>, inner: &Arc<Shared>, outcome: Result<Ready, Error>) {
         let mut state = lock(&self.state);
         if !matches!(state.phase, Phase::Starting { .. }) {
             // Closed while it started: what started is stopped.
@@ -232,6 +246,7 @@ impl Slot {
             }
             return;
         }
+        let mut watched = None;
         match outcome {
             Ok(ready) => {
                 if ready.declares_no_tools {
@@ -239,7 +254,9 @@ impl Slot {
                         provider: self.entry.id.clone(),
                     });
                 }
-                state.phase = Phase::Ready(Arc::new(ready));
+                let ready = Arc::new(ready);
+                watched = Some(Arc::clone(&ready));
+                state.phase = Phase::Ready(ready);
                 if std::mem::take(&mut state.missed) && !state.said_back {
                     state.said_back = true;
                     inner.notice(Notice::Available {
@@ -252,11 +269,15 @@ impl Slot {
                     .unavailable_reason()
                     .unwrap_or(UnavailableReason::DidNotStart);
                 let turn = inner.turns_begun();
-                self.record_failure(inner, &mut state, reason, &error, turn);
+                self.record_failure(inner, &mut state, reason, &error, turn, false);
             }
         }
         drop(state);
         self.bump();
+        // Outside the lock, which a refused watch takes to fail it.
+        if let Some(ready) = watched {
+            self.watch_ready(inner, &ready);
+        }
     }
 
     /// Waits for a start in the background as long as a turn begun at
@@ -301,7 +322,8 @@ impl Slot {
     /// Records that incarnation `ready` failed during turn `turn`: once,
     /// with an audit record and (the first time) the session's notice, and
     /// releases it. A failure of an incarnation that already ended is not
-    /// news.
+    /// news. `runtime_gone`: the tokio runtime that ran it shut down (it is
+    /// started again at the next turn, counting against no bound).
     pub(crate) fn fail(
         &self,
         inner: &Shared,
@@ -309,13 +331,14 @@ impl Slot {
         reason: UnavailableReason,
         error: &Error,
         turn: u64,
+        runtime_gone: bool,
     ) {
         if ready.ended.set(Ended::Failed(reason)).is_err() {
             return;
         }
         let mut state = lock(&self.state);
         if matches!(&state.phase, Phase::Ready(current) if Arc::ptr_eq(current, ready)) {
-            self.record_failure(inner, &mut state, reason, error, turn);
+            self.record_failure(inner, &mut state, reason, error, turn, runtime_gone);
             self.missed(inner, &mut state, reason);
         }
         drop(state);
@@ -346,6 +369,7 @@ impl Slot {
         reason: UnavailableReason,
         error: &Error,
         turn: u64,
+        runtime_gone: bool,
     ) {
         inner.audit.emit(AuditEvent::ProviderFailed {
             provider: self.entry.id.clone(),
@@ -356,6 +380,7 @@ impl Slot {
             reason,
             message: error.to_string(),
             at_turn: turn,
+            runtime_gone,
         });
     }
 

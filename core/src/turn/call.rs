@@ -194,7 +194,7 @@ impl Turn {
                 let reason = e
                     .unavailable_reason()
                     .unwrap_or(UnavailableReason::ProtocolError);
-                slot.fail(&self.session, ready, reason, &e, self.number);
+                slot.fail(&self.session, ready, reason, &e, self.number, false);
                 // A timeout names the call and its limit: the turn (and
                 // the person) can tell a slow call from a broken provider.
                 let text = match &e {
