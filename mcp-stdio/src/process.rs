@@ -40,8 +40,9 @@ pub(crate) struct ServerProcess {
 }
 
 impl ServerProcess {
-    /// Starts `config`'s command (with only `PATH`, `HOME` and its `env`);
-    /// returns it with its stdin and stdout.
+    /// Starts `config`'s command (with only `PATH`, `HOME` and its `env`)
+    /// in `base_dir`, the capabilities file's folder: wherever the caller
+    /// runs, the server runs there. Returns it with its stdin and stdout.
     pub(crate) async fn spawn(
         config: &ServerConfig,
         base_dir: &Path,
@@ -50,11 +51,29 @@ impl ServerProcess {
             return Err(Failure::Start("the command is empty".into()));
         };
         let env = environment(config, |name| std::env::var_os(name));
-        let program = Program::resolve(name, base_dir, &env);
+        // The folder of a file named without one (`capabilities.json`) is
+        // the caller's; named absolutely, so that a relative program path
+        // is not taken from it twice once the server runs there.
+        let base = if base_dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            base_dir
+        };
+        let dir = std::path::absolute(base)
+            .ok()
+            .filter(|dir| dir.is_dir())
+            .ok_or_else(|| {
+                Failure::Start(format!(
+                    "cannot start `{name}`: its working folder {} (the capabilities file's) is not a folder that exists",
+                    base.display()
+                ))
+            })?;
+        let program = Program::resolve(name, &dir, &env);
         let cannot_start = |e| Failure::Start(program.cannot_start(&e));
         // The pipes and the tasks below belong to the caller's runtime.
         tokio::runtime::Handle::try_current().map_err(|e| cannot_start(io::Error::other(e)))?;
-        let exec = spawn::Exec::new(&program, &config.command[1..], env).map_err(cannot_start)?;
+        let exec =
+            spawn::Exec::new(&program, &config.command[1..], env, &dir).map_err(cannot_start)?;
         let (leader, [stdin, stdout, stderr]) =
             on_spawner_thread(exec).await.map_err(cannot_start)?;
         // On an error `leader` is dropped here: killed and reaped.

@@ -14,6 +14,7 @@ use std::ffi::{CString, OsStr};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicI32, Ordering};
 
@@ -31,12 +32,18 @@ compile_error!("the spawn's signal mask assumes the kernel's 8-byte signal set")
 /// The child's stack, as glibc's `posix_spawn` sizes it (no guard page).
 const STACK: usize = 64 * 1024;
 
-/// The command as the child needs it: the program's candidates, argv, envp.
+/// The command as the child needs it: the program's candidates, argv, envp;
+/// and the folder it runs in.
 #[derive(Debug)]
-pub(super) struct Exec([Vec<CString>; 3]);
+pub(super) struct Exec([Vec<CString>; 3], CString);
 
 impl Exec {
-    pub(super) fn new(program: &Program, args: &[String], env: Env) -> io::Result<Self> {
+    pub(super) fn new(
+        program: &Program,
+        args: &[String],
+        env: Env,
+        dir: &Path,
+    ) -> io::Result<Self> {
         let c = |s: &OsStr| CString::new(s.as_bytes()).map_err(io::Error::other);
         let pairs = env.into_iter().map(|(mut pair, value)| {
             pair.extend([OsStr::new("="), &value]);
@@ -45,11 +52,14 @@ impl Exec {
         let args =
             std::iter::once(c(program.shown.as_ref())).chain(args.iter().map(|a| c(a.as_ref())));
         let candidates = program.candidates.iter().map(|p| c(p.as_ref()));
-        Ok(Exec([
-            candidates.collect::<io::Result<_>>()?,
-            args.collect::<io::Result<_>>()?,
-            pairs.collect::<io::Result<_>>()?,
-        ]))
+        Ok(Exec(
+            [
+                candidates.collect::<io::Result<_>>()?,
+                args.collect::<io::Result<_>>()?,
+                pairs.collect::<io::Result<_>>()?,
+            ],
+            c(dir.as_os_str())?,
+        ))
     }
 }
 
@@ -57,6 +67,8 @@ impl Exec {
 struct ChildArgs {
     /// NULL-terminated: the candidates, argv and envp.
     exec: [*const *const c_char; 3],
+    /// The folder the child runs in.
+    dir: *const c_char,
     /// The child's ends of the pipes, for its fds 0, 1 and 2; all above 2.
     fds: [c_int; 3],
     parent: libc::pid_t,
@@ -92,6 +104,7 @@ pub(super) fn spawn(exec: &Exec) -> io::Result<(Leader, [OwnedFd; 3])> {
     });
     let args = ChildArgs {
         exec: pointers.each_ref().map(|p| p.as_ptr()),
+        dir: exec.1.as_ptr(),
         fds: [&child_in, &child_out, &child_err].map(AsRawFd::as_raw_fd),
         parent: getpid().as_raw_nonzero().get(),
         highest_fd: match close_range_works() {
@@ -198,6 +211,9 @@ extern "C" fn child_main(arg: *mut c_void) -> c_int {
             }
         }
         let _ = set_mask(0);
+        if libc::chdir(args.dir) != 0 {
+            fail(args, errno());
+        }
         // As execvp(3): on to the next candidate when this one is missing,
         // Permission denied if one was found but not executable.
         let (mut denied, mut last) = (false, libc::ENOENT);
@@ -297,7 +313,7 @@ mod tests {
     fn a_leader_is_reaped_only_after_its_group_was_sent_sigkill() {
         let program = Program::resolve("/bin/sh", std::path::Path::new("/"), &Env::new());
         let args = ["-c".to_owned(), "exit 3".to_owned()];
-        let exec = Exec::new(&program, &args, Env::new()).expect("exec");
+        let exec = Exec::new(&program, &args, Env::new(), Path::new("/")).expect("exec");
         let (leader, _pipes) = spawn(&exec).expect("spawned");
         let pid = leader.pid;
         let stat = || std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();

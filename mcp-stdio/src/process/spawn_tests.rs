@@ -275,11 +275,24 @@ async fn a_start_waiting_for_the_spawner_does_not_block_its_runtime() {
 
 #[tokio::test]
 async fn a_relative_program_path_is_taken_from_the_base_dir() {
-    let err = ServerProcess::spawn(&config(&["bin/srv"], &[]), Path::new("/opt/caps"))
+    let base = std::env::temp_dir();
+    let err = ServerProcess::spawn(&config(&["bin/srv"], &[]), &base)
+        .await
+        .expect_err("cannot start");
+    let want = format!("cannot start `{}/bin/srv`: No such file", base.display());
+    assert!(
+        matches!(&err, Failure::Start(r) if r.starts_with(&want)),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_base_dir_that_is_gone_is_said_before_the_spawn() {
+    let err = ServerProcess::spawn(&config(&["srv"], &[]), Path::new("/opt/caps"))
         .await
         .expect_err("cannot start");
     assert!(
-        matches!(&err, Failure::Start(r) if r.starts_with("cannot start `/opt/caps/bin/srv`")),
+        matches!(&err, Failure::Start(r) if r == "cannot start `srv`: its working folder /opt/caps (the capabilities file's) is not a folder that exists"),
         "{err:?}"
     );
 }
@@ -318,7 +331,8 @@ async fn with_no_path_of_ours_the_check_and_the_start_agree() {
     let env = environment(&config, |_| None);
     let program = Program::resolve("sh", Path::new("/"), &env);
     assert!(program.runnable().is_ok(), "{program:?}");
-    let exec = super::spawn::Exec::new(&program, &config.command[1..], env.clone()).expect("exec");
+    let exec = super::spawn::Exec::new(&program, &config.command[1..], env.clone(), Path::new("/"))
+        .expect("exec");
     let (_leader, [_, stdout, _]) = super::on_spawner_thread(exec)
         .await
         .expect("the start runs it");
@@ -329,7 +343,7 @@ async fn with_no_path_of_ours_the_check_and_the_start_agree() {
     assert_eq!(out, "ran\n");
     let missing = Program::resolve("spear-no-such-server", Path::new("/"), &env);
     let checked = missing.runnable().expect_err("refused");
-    let exec = super::spawn::Exec::new(&missing, &[], env).expect("exec");
+    let exec = super::spawn::Exec::new(&missing, &[], env, Path::new("/")).expect("exec");
     let started = super::on_spawner_thread(exec).await.expect_err("refused");
     assert_eq!(
         missing.cannot_start(&checked),
