@@ -140,7 +140,9 @@ pub(crate) struct EntryFlags {
     /// What its WRITE tools may do.
     #[arg(long, value_name = "POLICY", value_parser = name_strings::<WritePolicy>())]
     pub(crate) write: Option<String>,
-    /// A variable for the server's environment (repeatable).
+    /// A variable for the server's environment (repeatable). In V,
+    /// '${NAME}' is the host's variable NAME when the server starts (quote
+    /// it from the shell) and '$$' one '$'.
     #[arg(long = "env", value_name = "K=V", value_parser = variable)]
     pub(crate) env: Vec<(String, String)>,
     /// Seconds one request may take.

@@ -15,7 +15,9 @@ pub const KEYS: &[&str] = &["command", "env"];
 pub struct ServerConfig {
     /// The program and its arguments; never run through a shell.
     pub command: Vec<String>,
-    /// Variables added to the server's environment besides `PATH` and `HOME`.
+    /// Variables added to the server's environment besides `PATH` and
+    /// `HOME`, as written: `${NAME}` in a value is the host's variable
+    /// `NAME`, read when the server starts, and `$$` is one `$`.
     pub env: BTreeMap<String, String>,
 }
 
@@ -81,6 +83,8 @@ impl ServerConfig {
                 if v.contains('\0') {
                     let why = format!("the value of {name:?} contains a NUL character");
                     fields.problem("env", why);
+                } else if let Some(problem) = crate::expand::problem(name, v) {
+                    fields.push(problem);
                 } else {
                     env.insert(name.clone(), v.to_owned());
                 }
@@ -170,6 +174,32 @@ mod tests {
     }
 
     #[test]
+    fn an_env_value_names_a_host_variable_set_or_unset_and_keeps_its_template() {
+        // PATH is set wherever tests run.
+        let Value::Object(map) =
+            json!({"command": ["s"], "env": {"P": "${PATH}:$$", "Q": "cost $$5"}})
+        else {
+            panic!()
+        };
+        let cfg = ServerConfig::from_settings(&map).expect("valid");
+        assert_eq!(cfg.env["P"], "${PATH}:$$", "the template, never the value");
+        let got = problems(json!({"command": ["s"], "env": {"T": "a ${SPEAR_TEST_NEVER_SET_46}"}}));
+        assert_eq!(
+            got,
+            [
+                r#"key "env": the value of "T" names ${SPEAR_TEST_NEVER_SET_46}, which is not set in this environment (set it where the server starts, or write $$ for a literal $)"#
+            ]
+        );
+        let got = problems(json!({"command": ["s"], "env": {"T": "${X"}}));
+        assert_eq!(
+            got,
+            [
+                r#"key "env": the value of "T": "${" is not closed by "}"; write ${NAME} for the host's variable NAME, $$ for a literal $"#
+            ]
+        );
+    }
+
+    #[test]
     fn each_problem_says_its_kind() {
         for (input, want) in [
             (json!({}), EntryProblemKind::MissingKey),
@@ -184,6 +214,14 @@ mod tests {
             (
                 json!({"command": ["s"], "env": {"A=B": "1"}}),
                 EntryProblemKind::BadValue,
+            ),
+            (
+                json!({"command": ["s"], "env": {"A": "$HOME"}}),
+                EntryProblemKind::BadValue,
+            ),
+            (
+                json!({"command": ["s"], "env": {"A": "${SPEAR_TEST_NEVER_SET_46}"}}),
+                EntryProblemKind::UnsetVariable,
             ),
         ] {
             let Value::Object(map) = input.clone() else {

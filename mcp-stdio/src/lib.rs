@@ -18,6 +18,7 @@ mod codec;
 mod connection;
 mod content;
 mod error;
+mod expand;
 mod outbox;
 mod process;
 mod program;

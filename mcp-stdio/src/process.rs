@@ -40,7 +40,8 @@ pub(crate) struct ServerProcess {
 }
 
 impl ServerProcess {
-    /// Starts `config`'s command (with only `PATH`, `HOME` and its `env`)
+    /// Starts `config`'s command (with only `PATH`, `HOME` and its `env`,
+    /// each `${NAME}` in it read from our environment now)
     /// in `base_dir`, the capabilities file's folder: wherever the caller
     /// runs, the server runs there. Returns it with its stdin and stdout.
     pub(crate) async fn spawn(
@@ -50,7 +51,10 @@ impl ServerProcess {
         let Some(name) = config.command.first() else {
             return Err(Failure::Start("the command is empty".into()));
         };
-        let env = environment(config, |name| std::env::var_os(name));
+        // `${NAME}` read from ours now; a message names the variable,
+        // never a value.
+        let env = environment(config, |name| std::env::var_os(name))
+            .map_err(|e| Failure::Start(format!("cannot start `{name}`: {e}")))?;
         // The folder of a file named without one (`capabilities.json`) is
         // the caller's; named absolutely, so that a relative program path
         // is not taken from it twice once the server runs there.

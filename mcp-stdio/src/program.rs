@@ -15,17 +15,34 @@ use std::path::{Path, PathBuf};
 use spear_capabilities::kind::KindSettings;
 
 use crate::ServerConfig;
+use crate::expand::{Unexpanded, expand};
 
 pub(crate) type Env = BTreeMap<OsString, OsString>;
 
-/// `PATH` and `HOME` as `ours` has them, then the entry's `env`, which wins.
-pub(crate) fn environment(config: &ServerConfig, ours: impl Fn(&str) -> Option<OsString>) -> Env {
-    let inherited = ["PATH", "HOME"]
+/// `PATH` and `HOME` as `ours` has them, then the entry's `env`, which
+/// wins, each `${NAME}` in it read from `ours`.
+///
+/// # Errors
+/// The first `env` value that cannot be expanded, in words that name its
+/// variable and never a value.
+pub(crate) fn environment(
+    config: &ServerConfig,
+    ours: impl Fn(&str) -> Option<OsString>,
+) -> Result<Env, String> {
+    let mut env: Env = ["PATH", "HOME"]
         .into_iter()
-        .filter_map(|name| Some((name.into(), ours(name)?)));
-    inherited
-        .chain(config.env.iter().map(|(k, v)| (k.into(), v.into())))
-        .collect()
+        .filter_map(|name| Some((name.into(), ours(name)?)))
+        .collect();
+    for (name, value) in &config.env {
+        let value = expand(value, &ours).map_err(|e| match e {
+            Unexpanded::Unset(var) => format!(
+                "the value of {name:?} in `env` names ${{{var}}}, which is not set in this environment"
+            ),
+            Unexpanded::Syntax(e) => format!("the value of {name:?} in `env`: {e}"),
+        })?;
+        env.insert(name.into(), value);
+    }
+    Ok(env)
 }
 
 /// A program: its name in messages, and each path to try in turn.
@@ -85,11 +102,9 @@ pub(crate) fn check(settings: &KindSettings, base: &Path) -> Result<(), String> 
     let Ok(config) = ServerConfig::from_settings(settings) else {
         return Ok(());
     };
-    let program = Program::resolve(
-        &config.command[0],
-        base,
-        &environment(&config, |name| std::env::var_os(name)),
-    );
+    let env = environment(&config, |name| std::env::var_os(name))
+        .map_err(|e| format!("cannot start `{}`: {e}", config.command[0]))?;
+    let program = Program::resolve(&config.command[0], base, &env);
     program.runnable().map_err(|e| program.cannot_start(&e))
 }
 
@@ -131,9 +146,9 @@ mod tests {
     #[test]
     fn the_entrys_path_wins_over_ours() {
         let config = ServerConfig::new(["sh"]).with_env("PATH", "/nowhere");
-        let env = environment(&config, |name| Some(format!("ours-{name}").into()));
+        let env = environment(&config, |name| Some(format!("ours-{name}").into())).expect("env");
         assert_eq!(env[OsStr::new("PATH")], "/nowhere");
         assert_eq!(env[OsStr::new("HOME")], "ours-HOME");
-        assert_eq!(environment(&config, |_| None).len(), 1);
+        assert_eq!(environment(&config, |_| None).expect("env").len(), 1);
     }
 }

@@ -10,8 +10,7 @@ named! {
     /// What kind of problem an [`EntryProblem`] is: what a program matches
     /// on, where a person reads the message.
     ///
-    /// More kinds may come (an `env` value that names an unset variable,
-    /// once `env` values are expanded): match with a `_` arm.
+    /// More kinds may come: match with a `_` arm.
     ///
     /// ```
     /// use spear_capabilities::kind::{EntryProblem, EntryProblemKind};
@@ -51,6 +50,10 @@ named! {
         UnknownKind = "unknown_kind",
         /// The entry is not a JSON object.
         NotAnObject = "not_an_object",
+        /// A value names a variable of the host's environment that is not
+        /// set (mcp-stdio's `${NAME}` in an `env` value); the message names
+        /// it.
+        UnsetVariable = "unset_variable",
     }
 }
 

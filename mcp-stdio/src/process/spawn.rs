@@ -33,9 +33,26 @@ compile_error!("the spawn's signal mask assumes the kernel's 8-byte signal set")
 const STACK: usize = 64 * 1024;
 
 /// The command as the child needs it: the program's candidates, argv, envp;
-/// and the folder it runs in.
-#[derive(Debug)]
+/// and the folder it runs in. Its `Debug` shows no environment value (one
+/// may be a secret read from ours).
 pub(super) struct Exec([Vec<CString>; 3], CString);
+
+impl std::fmt::Debug for Exec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let [candidates, argv, envp] = &self.0;
+        let names = envp.iter().map(|pair| {
+            let bytes = pair.as_bytes();
+            let name = bytes.split(|b| *b == b'=').next().unwrap_or(bytes);
+            String::from_utf8_lossy(name).into_owned()
+        });
+        f.debug_struct("Exec")
+            .field("candidates", candidates)
+            .field("argv", argv)
+            .field("env_names", &names.collect::<Vec<_>>())
+            .field("dir", &self.1)
+            .finish()
+    }
+}
 
 impl Exec {
     pub(super) fn new(

@@ -287,6 +287,19 @@ async fn a_relative_program_path_is_taken_from_the_base_dir() {
 }
 
 #[tokio::test]
+async fn an_env_variable_unset_at_start_is_named_and_nothing_starts() {
+    // Built, not validated: the variable is unset by the time it starts.
+    let config = ServerConfig::new(["/bin/true"]).with_env("T", "${SPEAR_TEST_NEVER_SET_46}");
+    let err = ServerProcess::spawn(&config, Path::new("/"))
+        .await
+        .expect_err("cannot start");
+    assert!(
+        matches!(&err, Failure::Start(r) if r == r#"cannot start `/bin/true`: the value of "T" in `env` names ${SPEAR_TEST_NEVER_SET_46}, which is not set in this environment"#),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
 async fn a_base_dir_that_is_gone_is_said_before_the_spawn() {
     let err = ServerProcess::spawn(&config(&["srv"], &[]), Path::new("/opt/caps"))
         .await
@@ -328,7 +341,7 @@ async fn with_no_path_of_ours_the_check_and_the_start_agree() {
     use crate::program::{Program, environment};
     use std::io::Read;
     let config = config(&["sh", "-c", "echo ran"], &[]);
-    let env = environment(&config, |_| None);
+    let env = environment(&config, |_| None).expect("env");
     let program = Program::resolve("sh", Path::new("/"), &env);
     assert!(program.runnable().is_ok(), "{program:?}");
     let exec = super::spawn::Exec::new(&program, &config.command[1..], env.clone(), Path::new("/"))
