@@ -8,6 +8,7 @@ use spear_capabilities::internals::command::{Recognized, recognize};
 use spear_capabilities::{
     Audit, Registry,
     audit::{AUDIT_SCHEMA, AuditEvent, AuditRecord},
+    kind::EntryProblemKind,
 };
 use spear_providers as _;
 
@@ -97,7 +98,7 @@ fn the_second_command_is_what_ci_runs() {
 #[test]
 fn the_registry_example_registers() {
     let json = blocks("json");
-    assert_eq!(json.len(), 1);
+    assert_eq!(json.len(), 2);
     let r = Registry::parse(
         json[0].as_bytes(),
         Path::new("/etc/spear/capabilities.json"),
@@ -107,6 +108,35 @@ fn the_registry_example_registers() {
     .expect("parses");
     assert!(r.refused().is_empty(), "{:?}", r.refused());
     assert_eq!(r.entries()[0].id, "tracker");
+}
+
+/// The README's `${NAME}` example: where its variable is not set (as in
+/// these tests), refused by the name of the variable, as the README says.
+#[test]
+fn the_secret_example_names_its_unset_variable() {
+    let json = blocks("json");
+    let r = Registry::parse(
+        json[1].as_bytes(),
+        Path::new("/etc/spear/capabilities.json"),
+        &spear_providers::kinds().expect("built-in kinds"),
+        &Audit::null(),
+    )
+    .expect("parses");
+    if std::env::var_os("TRACKER_TOKEN").is_some() {
+        assert!(r.refused().is_empty(), "{:?}", r.refused());
+        return;
+    }
+    let problems = &r.refused()[0].problems;
+    assert!(
+        problems
+            .iter()
+            .all(|p| p.kind == EntryProblemKind::UnsetVariable),
+        "{problems:?}"
+    );
+    assert_eq!(
+        problems[0].to_string(),
+        r#"key "env": the value of "AUTH" names ${TRACKER_TOKEN}, which is not set in this environment (set it where the server starts, or write $$ for a literal $)"#
+    );
 }
 
 /// The README's `check` transcript: the file it shows, checked in a
