@@ -70,7 +70,8 @@ async fn open(fixture: &Path, audit: Audit) -> Result<(Session, Turn), String> {
     }]});
     let registry = Registry::parse(
         file.to_string().as_bytes(),
-        Path::new("/bench/capabilities.json"),
+        // Its folder is where the server runs: one that exists.
+        &fixture.with_file_name("capabilities.json"),
         &spear_providers::kinds().map_err(|e| e.to_string())?,
         &Audit::null(),
     )

@@ -92,7 +92,8 @@ impl Gateway {
         }]});
         let registry = Registry::parse(
             file.to_string().as_bytes(),
-            Path::new("/bench/capabilities.json"),
+            // Its folder is where the server runs: one that exists.
+            &fixture.with_file_name("capabilities.json"),
             &spear_providers::kinds().expect("built-in kinds"),
             &Audit::null(),
         )

@@ -120,8 +120,9 @@ impl Registry {
     }
 
     /// Parses `bytes` as the content of the capabilities file at `path`
-    /// (used for messages and as the base of relative paths), and audits
-    /// every entry.
+    /// (used for messages, as the base of relative paths and, for
+    /// mcp-stdio, as the folder its servers run in, which must exist when
+    /// they start), and audits every entry.
     ///
     /// The bytes are UTF-8 JSON (a byte-order mark at the start is
     /// accepted), read strictly: no comment, no trailing comma. A key given
