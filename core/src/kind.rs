@@ -4,7 +4,9 @@
 //! A kind lives in its own crate and exports a const [`ProviderKind`]: a
 //! name, its keys and two functions ([`ProviderKind::new`]), and
 //! optionally a check of an entry's program ([`ProviderKind::with_check`]).
-//! It reads its keys with [`Fields`], says what is wrong with an entry as
+//! It reads its keys with [`Fields`] (string values that name the host's
+//! variables, `${NAME}`, with [`Fields::host_strings`], expanded when it
+//! starts by [`expand_host_strings`]), says what is wrong with an entry as
 //! [`EntryProblem`]s, and starts a provider from a [`ConnectRequest`]. The
 //! kinds a program uses are a value, [`Kinds`],
 //! handed to the registry that reads the entries (and, through it, to the
@@ -26,6 +28,7 @@ use std::time::Duration;
 
 mod connector;
 mod fields;
+mod template;
 
 use futures::future::BoxFuture;
 use serde_json::{Map, Value};
@@ -37,6 +40,7 @@ pub use crate::registry::position::Position;
 pub use crate::registry::problem::{EntryProblem, EntryProblemKind};
 pub use connector::{Connector, KindConnector};
 pub use fields::{Fields, type_name};
+pub use template::{TemplateError, expand_host_strings, expand_host_vars};
 
 /// The registration of a kind, for [`Kinds::linked`]:
 /// `spear_capabilities::kind::inventory::submit! { KIND }` in the kind's

@@ -73,26 +73,11 @@ impl ServerConfig {
                 }
             }
         }
-        let mut env = BTreeMap::new();
-        let vars = fields.get("env", "an object of string values", Value::as_object);
-        for (name, value) in vars.into_iter().flatten() {
-            if name.is_empty() || name.contains('=') || name.contains('\0') {
-                let why = format!("{name:?} is not a variable name (empty, or has '=' or NUL)");
-                fields.problem("env", why);
-            } else if let Some(v) = value.as_str() {
-                if v.contains('\0') {
-                    let why = format!("the value of {name:?} contains a NUL character");
-                    fields.problem("env", why);
-                } else if let Some(problem) = crate::expand::problem(name, v) {
-                    fields.push(problem);
-                } else {
-                    env.insert(name.clone(), v.to_owned());
-                }
-            } else {
-                let found = type_name(value);
-                let why = format!("the value of {name:?} must be a string, found {found}");
-                fields.push(EntryProblem::new("env", why).with_kind(WrongType));
-            }
+        let env = fields.host_strings("env").unwrap_or_default();
+        let bad = |name: &&String| name.is_empty() || name.contains(['=', '\0']);
+        for name in env.keys().filter(bad) {
+            let why = format!("{name:?} is not a variable name (empty, or has '=' or NUL)");
+            fields.problem("env", why);
         }
         if fields.has_problems() {
             Err(fields.into_problems())

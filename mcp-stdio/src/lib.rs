@@ -18,7 +18,6 @@ mod codec;
 mod connection;
 mod content;
 mod error;
-mod expand;
 mod outbox;
 mod process;
 mod program;

@@ -24,7 +24,7 @@ use tokio::time::{Instant, timeout, timeout_at};
 
 use crate::config::ServerConfig;
 use crate::error::Failure;
-use crate::program::{Program, environment};
+use crate::program::prepare;
 use child::Leader;
 
 /// How much of the server's stderr is kept for error messages.
@@ -41,58 +41,33 @@ pub(crate) struct ServerProcess {
 
 impl ServerProcess {
     /// Starts `config`'s command (with only `PATH`, `HOME` and its `env`,
-    /// each `${NAME}` in it read from our environment now)
-    /// in `base_dir`, the capabilities file's folder: wherever the caller
-    /// runs, the server runs there. Returns it with its stdin and stdout.
+    /// each `${NAME}` in it read from our environment now) in `base_dir`,
+    /// the capabilities file's folder: wherever the caller runs, the server
+    /// runs there. Returns it with its stdin and stdout.
     pub(crate) async fn spawn(
         config: &ServerConfig,
         base_dir: &Path,
     ) -> Result<(Self, pipe::Sender, pipe::Receiver), Failure> {
-        let Some(name) = config.command.first() else {
-            return Err(Failure::Start("the command is empty".into()));
-        };
-        // `${NAME}` read from ours now; a message names the variable,
-        // never a value.
-        let env = environment(config, |name| std::env::var_os(name))
-            .map_err(|e| Failure::Start(format!("cannot start `{name}`: {e}")))?;
-        // The folder of a file named without one (`capabilities.json`) is
-        // the caller's; named absolutely, so that a relative program path
-        // is not taken from it twice once the server runs there.
-        let base = if base_dir.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            base_dir
-        };
-        let dir = std::path::absolute(base)
-            .ok()
-            .filter(|dir| dir.is_dir())
-            .ok_or_else(|| {
-                Failure::Start(format!(
-                    "cannot start `{name}`: its working folder {} (the capabilities file's) is not a folder that exists",
-                    base.display()
-                ))
-            })?;
-        let program = Program::resolve(name, &dir, &env);
+        let prepared = prepare(config, base_dir, |var| std::env::var_os(var));
+        let (program, env) = prepared.map_err(Failure::Start)?;
         let cannot_start = |e| Failure::Start(program.cannot_start(&e));
         // The pipes and the tasks below belong to the caller's runtime.
         tokio::runtime::Handle::try_current().map_err(|e| cannot_start(io::Error::other(e)))?;
-        let exec =
-            spawn::Exec::new(&program, &config.command[1..], env, &dir).map_err(cannot_start)?;
-        let (leader, [stdin, stdout, stderr]) =
-            on_spawner_thread(exec).await.map_err(cannot_start)?;
+        let exec = spawn::Exec::new(&program, &config.command[1..], env).map_err(cannot_start)?;
+        let (leader, [stdin, stdout, err]) = on_spawner_thread(exec).await.map_err(cannot_start)?;
         // On an error `leader` is dropped here: killed and reaped.
         let leader = Arc::new(leader);
         let unwatched = |e| Failure::Start(format!("cannot watch the server's process: {e}"));
         let stdin = pipe::Sender::from_owned_fd(stdin).map_err(unwatched)?;
         let stdout = pipe::Receiver::from_owned_fd(stdout).map_err(unwatched)?;
-        let mut stderr = pipe::Receiver::from_owned_fd(stderr).map_err(unwatched)?;
-        let pidfd = child::register(&leader).map_err(unwatched)?;
-        let (ring, (done, stderr_done)) = (Arc::default(), watch::channel(false));
-        let sink: Arc<Mutex<Vec<u8>>> = Arc::clone(&ring);
+        let mut err = pipe::Receiver::from_owned_fd(err).map_err(unwatched)?;
+        let watch = child::watch(&leader).map_err(unwatched)?;
+        let (stderr, (done, stderr_done)) = (Arc::default(), watch::channel(false));
+        let sink: Arc<Mutex<Vec<u8>>> = Arc::clone(&stderr);
         // Drained all the time: a full stderr pipe would block the server.
         tokio::spawn(async move {
             let mut chunk = vec![0; 4 * 1024];
-            while let Ok(n @ 1..) = stderr.read(&mut chunk).await {
+            while let Ok(n @ 1..) = err.read(&mut chunk).await {
                 let mut kept = sink.lock().unwrap_or_else(|p| p.into_inner());
                 kept.extend_from_slice(&chunk[..n]);
                 // Cut seldom: from twice what is kept back to what is kept.
@@ -102,10 +77,9 @@ impl ServerProcess {
             }
             let _ = done.send(true);
         });
-        tokio::spawn(child::watch(pidfd));
+        tokio::spawn(watch);
         let (pid, shown) = (leader.pid.as_raw_nonzero().get(), program.shown.display());
         tracing::debug!(target: "spear_mcp_stdio", pid, program = %shown, "server spawned");
-        let stderr = ring;
         Ok((
             ServerProcess {
                 leader,

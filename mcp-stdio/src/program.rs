@@ -12,54 +12,70 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use spear_capabilities::kind::KindSettings;
+use spear_capabilities::kind::{KindSettings, expand_host_strings};
 
 use crate::ServerConfig;
-use crate::expand::{Unexpanded, expand};
 
 pub(crate) type Env = BTreeMap<OsString, OsString>;
 
-/// `PATH` and `HOME` as `ours` has them, then the entry's `env`, which
-/// wins, each `${NAME}` in it read from `ours`.
+/// The program of `config` and its environment, as the start runs them
+/// and the kind's `check` looks at them: `PATH` and `HOME` as `ours` has
+/// them, then the entry's `env`, which wins, each `${NAME}` in it read from
+/// `ours` now.
 ///
 /// # Errors
-/// The first `env` value that cannot be expanded, in words that name its
-/// variable and never a value.
-pub(crate) fn environment(
+/// What stops a start before the spawn, in its words: an empty command, an
+/// `env` value that cannot be expanded (its variable named, never a value),
+/// a working folder that is gone.
+pub(crate) fn prepare(
     config: &ServerConfig,
+    base: &Path,
     ours: impl Fn(&str) -> Option<OsString>,
-) -> Result<Env, String> {
+) -> Result<(Program, Env), String> {
+    let Some(name) = config.command.first() else {
+        return Err("the command is empty".into());
+    };
+    let cannot_start = |why| format!("cannot start `{name}`: {why}");
+    let vars = expand_host_strings("env", &config.env, &ours).map_err(cannot_start)?;
     let mut env: Env = ["PATH", "HOME"]
         .into_iter()
-        .filter_map(|name| Some((name.into(), ours(name)?)))
+        .filter_map(|var| Some((var.into(), ours(var)?)))
         .collect();
-    for (name, value) in &config.env {
-        let value = expand(value, &ours).map_err(|e| match e {
-            Unexpanded::Unset(var) => format!(
-                "the value of {name:?} in `env` names ${{{var}}}, which is not set in this environment"
-            ),
-            Unexpanded::Syntax(e) => format!("the value of {name:?} in `env`: {e}"),
-        })?;
-        env.insert(name.into(), value);
+    env.extend(vars.into_iter().map(|(var, value)| (var.into(), value)));
+    let program = Program::resolve(name, base, &env);
+    if !program.dir.is_dir() {
+        let dir = program.dir.display();
+        let why = format!(
+            "its working folder {dir} (the capabilities file's) is not a folder that exists"
+        );
+        return Err(cannot_start(why));
     }
-    Ok(env)
+    Ok((program, env))
 }
 
-/// A program: its name in messages, and each path to try in turn.
+/// A program: its name in messages, each path to try in turn, and the
+/// folder it runs in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Program {
     pub(crate) shown: PathBuf,
     pub(crate) candidates: Vec<PathBuf>,
+    /// Where it runs: the capabilities file's folder, named absolutely.
+    pub(crate) dir: PathBuf,
 }
 
 impl Program {
-    /// Resolves `name` in `env`, a relative path from `base`.
+    /// Resolves `name` in `env`, a relative path from `base`, which is
+    /// where it runs (the caller's folder if empty): named absolutely, so
+    /// that a relative program is not taken from it twice once it runs there.
     pub(crate) fn resolve(name: &str, base: &Path, env: &Env) -> Self {
+        let base = Path::new(".").join(base);
+        let dir = std::path::absolute(&base).unwrap_or(base);
         if name.contains('/') {
-            let path = base.join(name);
+            let path = dir.join(name);
             return Program {
                 shown: path.clone(),
                 candidates: vec![path],
+                dir,
             };
         }
         let path = env
@@ -72,6 +88,7 @@ impl Program {
         Program {
             shown: name.into(),
             candidates,
+            dir,
         }
     }
 
@@ -102,9 +119,7 @@ pub(crate) fn check(settings: &KindSettings, base: &Path) -> Result<(), String> 
     let Ok(config) = ServerConfig::from_settings(settings) else {
         return Ok(());
     };
-    let env = environment(&config, |name| std::env::var_os(name))
-        .map_err(|e| format!("cannot start `{}`: {e}", config.command[0]))?;
-    let program = Program::resolve(&config.command[0], base, &env);
+    let (program, _) = prepare(&config, base, |var| std::env::var_os(var))?;
     program.runnable().map_err(|e| program.cannot_start(&e))
 }
 
@@ -146,9 +161,11 @@ mod tests {
     #[test]
     fn the_entrys_path_wins_over_ours() {
         let config = ServerConfig::new(["sh"]).with_env("PATH", "/nowhere");
-        let env = environment(&config, |name| Some(format!("ours-{name}").into())).expect("env");
+        let ours = |name: &str| Some(format!("ours-{name}").into());
+        let (_, env) = prepare(&config, Path::new("/"), ours).expect("prepared");
         assert_eq!(env[OsStr::new("PATH")], "/nowhere");
         assert_eq!(env[OsStr::new("HOME")], "ours-HOME");
-        assert_eq!(environment(&config, |_| None).expect("env").len(), 1);
+        let (_, env) = prepare(&config, Path::new("/"), |_| None).expect("prepared");
+        assert_eq!(env.len(), 1);
     }
 }

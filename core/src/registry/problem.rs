@@ -51,8 +51,8 @@ named! {
         /// The entry is not a JSON object.
         NotAnObject = "not_an_object",
         /// A value names a variable of the host's environment that is not
-        /// set (mcp-stdio's `${NAME}` in an `env` value); the message names
-        /// it.
+        /// set (`${NAME}`, [`Fields::host_template`](crate::kind::Fields::host_template):
+        /// mcp-stdio's `env` values); the message names it.
         UnsetVariable = "unset_variable",
     }
 }

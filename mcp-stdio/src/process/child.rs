@@ -50,12 +50,11 @@ impl Leader {
     /// The child behind `pidfd`; before Linux 5.4 (no waiting on a pidfd),
     /// an error, the child killed and reaped.
     pub(super) fn new(pid: Pid, pidfd: OwnedFd) -> io::Result<Self> {
-        let (state, ended) = (Mutex::default(), watch::Sender::new(false));
         let leader = Leader {
             pid,
             pidfd,
-            state,
-            ended,
+            state: Mutex::default(),
+            ended: watch::Sender::new(false),
         };
         let Err(Errno::INVAL) = leader.wait(Wait::NOWAIT) else {
             return Ok(leader);
@@ -142,21 +141,18 @@ impl Drop for Leader {
     }
 }
 
+/// Watches the leader until it has ended (reaped if its group was sent
+/// SIGKILL by then). Dropped before (its runtime shut down), it ends the
+/// group and reaps the leader at once, as tokio's `kill_on_drop` does.
 #[allow(unsafe_code)]
-pub(super) fn register(leader: &Arc<Leader>) -> io::Result<AsyncFd<Arc<Leader>>> {
+pub(super) fn watch(leader: &Arc<Leader>) -> io::Result<impl Future<Output = ()> + Send + use<>> {
     // SAFETY: the descriptor is the leader's pidfd, an `OwnedFd` it never
     // replaces, open as long as the leader lives, which the `Arc` held by
     // the `AsyncFd` guarantees.
     let interest = tokio::io::Interest::READABLE;
-    Ok(unsafe { AsyncFd::register_with_interest(Arc::clone(leader), interest) }?)
-}
-
-/// Watches the leader until it has ended (reaped if its group was sent
-/// SIGKILL by then). Dropped before (its runtime shut down), it ends the
-/// group and reaps the leader at once, as tokio's `kill_on_drop` does.
-pub(super) fn watch(pidfd: AsyncFd<Arc<Leader>>) -> impl Future<Output = ()> + Send {
-    let unwatched = Unwatched(Some(Arc::clone(pidfd.get_ref())));
-    async move {
+    let pidfd = unsafe { AsyncFd::register_with_interest(Arc::clone(leader), interest) }?;
+    let unwatched = Unwatched(Some(Arc::clone(leader)));
+    Ok(async move {
         let mut unwatched = unwatched; // moved in whole: dropped with the future
         // A pidfd is readable once its process has ended.
         while pidfd.get_ref().status().is_none() && !*pidfd.get_ref().ended.borrow() {
@@ -166,7 +162,7 @@ pub(super) fn watch(pidfd: AsyncFd<Arc<Leader>>) -> impl Future<Output = ()> + S
             }
         }
         unwatched.0 = None;
-    }
+    })
 }
 
 struct Unwatched(Option<Arc<Leader>>);

@@ -14,7 +14,6 @@ use std::ffi::{CString, OsStr};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicI32, Ordering};
 
@@ -33,34 +32,11 @@ compile_error!("the spawn's signal mask assumes the kernel's 8-byte signal set")
 const STACK: usize = 64 * 1024;
 
 /// The command as the child needs it: the program's candidates, argv, envp;
-/// and the folder it runs in. Its `Debug` shows no environment value (one
-/// may be a secret read from ours).
+/// and the folder it runs in. No `Debug`: envp may hold a secret of ours.
 pub(super) struct Exec([Vec<CString>; 3], CString);
 
-impl std::fmt::Debug for Exec {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let [candidates, argv, envp] = &self.0;
-        let names = envp.iter().map(|pair| {
-            let bytes = pair.as_bytes();
-            let name = bytes.split(|b| *b == b'=').next().unwrap_or(bytes);
-            String::from_utf8_lossy(name).into_owned()
-        });
-        f.debug_struct("Exec")
-            .field("candidates", candidates)
-            .field("argv", argv)
-            .field("env_names", &names.collect::<Vec<_>>())
-            .field("dir", &self.1)
-            .finish()
-    }
-}
-
 impl Exec {
-    pub(super) fn new(
-        program: &Program,
-        args: &[String],
-        env: Env,
-        dir: &Path,
-    ) -> io::Result<Self> {
+    pub(super) fn new(program: &Program, args: &[String], env: Env) -> io::Result<Self> {
         let c = |s: &OsStr| CString::new(s.as_bytes()).map_err(io::Error::other);
         let pairs = env.into_iter().map(|(mut pair, value)| {
             pair.extend([OsStr::new("="), &value]);
@@ -75,7 +51,7 @@ impl Exec {
                 args.collect::<io::Result<_>>()?,
                 pairs.collect::<io::Result<_>>()?,
             ],
-            c(dir.as_os_str())?,
+            c(program.dir.as_os_str())?,
         ))
     }
 }
@@ -330,7 +306,7 @@ mod tests {
     fn a_leader_is_reaped_only_after_its_group_was_sent_sigkill() {
         let program = Program::resolve("/bin/sh", std::path::Path::new("/"), &Env::new());
         let args = ["-c".to_owned(), "exit 3".to_owned()];
-        let exec = Exec::new(&program, &args, Env::new(), Path::new("/")).expect("exec");
+        let exec = Exec::new(&program, &args, Env::new()).expect("exec");
         let (leader, _pipes) = spawn(&exec).expect("spawned");
         let pid = leader.pid;
         let stat = || std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();

@@ -338,14 +338,12 @@ async fn stop_terminates_a_group_that_ignores_its_stdin() {
 /// start refuses in the same words.
 #[tokio::test]
 async fn with_no_path_of_ours_the_check_and_the_start_agree() {
-    use crate::program::{Program, environment};
+    use crate::program::{Program, prepare};
     use std::io::Read;
     let config = config(&["sh", "-c", "echo ran"], &[]);
-    let env = environment(&config, |_| None).expect("env");
-    let program = Program::resolve("sh", Path::new("/"), &env);
+    let (program, env) = prepare(&config, Path::new("/"), |_| None).expect("prepared");
     assert!(program.runnable().is_ok(), "{program:?}");
-    let exec = super::spawn::Exec::new(&program, &config.command[1..], env.clone(), Path::new("/"))
-        .expect("exec");
+    let exec = super::spawn::Exec::new(&program, &config.command[1..], env.clone()).expect("exec");
     let (_leader, [_, stdout, _]) = super::on_spawner_thread(exec)
         .await
         .expect("the start runs it");
@@ -356,7 +354,7 @@ async fn with_no_path_of_ours_the_check_and_the_start_agree() {
     assert_eq!(out, "ran\n");
     let missing = Program::resolve("spear-no-such-server", Path::new("/"), &env);
     let checked = missing.runnable().expect_err("refused");
-    let exec = super::spawn::Exec::new(&missing, &[], env, Path::new("/")).expect("exec");
+    let exec = super::spawn::Exec::new(&missing, &[], env).expect("exec");
     let started = super::on_spawner_thread(exec).await.expect_err("refused");
     assert_eq!(
         missing.cannot_start(&checked),
