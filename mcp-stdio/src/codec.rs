@@ -15,10 +15,9 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, BufReader};
 pub const MAX_LINE: usize = 16 * 1024 * 1024;
 
 /// A reader's buffer (as rmcp's), and the most a consumed line keeps.
-const READ_BUFFER: usize = 8 * 1024;
+pub(crate) const READ_BUFFER: usize = 8 * 1024;
 
 /// Reads lines of at most `limit` bytes, each given back once consumed.
-#[derive(Debug)]
 pub(crate) struct LineReader<R> {
     inner: BufReader<R>,
     line: Vec<u8>,
@@ -35,11 +34,8 @@ pub(crate) enum ReadError {
 }
 
 impl<R: AsyncRead + Unpin> LineReader<R> {
-    pub(crate) fn new(inner: R, limit: usize) -> Self {
-        Self::with_capacity(READ_BUFFER, inner, limit)
-    }
-
-    pub(crate) fn with_capacity(capacity: usize, inner: R, limit: usize) -> Self {
+    /// Reads `inner` through `capacity` bytes ([`READ_BUFFER`] in use).
+    pub(crate) fn new(capacity: usize, inner: R, limit: usize) -> Self {
         let inner = BufReader::with_capacity(capacity, inner);
         Self {
             inner,
@@ -255,7 +251,7 @@ mod tests {
 
     async fn lines(input: &[u8], limit: usize) -> Vec<Result<Vec<u8>, String>> {
         // A buffer of 4 bytes: lines arrive in pieces.
-        let mut reader = LineReader::with_capacity(4, input, limit);
+        let mut reader = LineReader::new(4, input, limit);
         let mut out = Vec::new();
         loop {
             match reader.next_line().await {
@@ -279,7 +275,7 @@ mod tests {
             Ok(b"three".to_vec()),
         ];
         assert_eq!(lines(b"one\r\ntwo\n\nthree", 100).await, want);
-        let mut whole = LineReader::new(&b"one\r\ntwo\n\nthree"[..], 100);
+        let mut whole = LineReader::new(READ_BUFFER, &b"one\r\ntwo\n\nthree"[..], 100);
         for line in want {
             assert_eq!(
                 whole.next_line().await.expect("read").map(<[u8]>::to_vec),
@@ -293,7 +289,7 @@ mod tests {
     async fn a_line_past_the_bound_is_refused_before_it_is_buffered() {
         let got = lines(b"12345678\n123456789\nnext\n", 9).await;
         assert_eq!(got, vec![Ok(b"12345678".to_vec()), Err("too long".into())]);
-        let mut reader = LineReader::with_capacity(4, &b"0123456789abcdef"[..], 8);
+        let mut reader = LineReader::new(4, &b"0123456789abcdef"[..], 8);
         assert!(matches!(reader.next_line().await, Err(ReadError::TooLong)));
         assert!(reader.line.len() < 8, "gathered {}", reader.line.len());
     }
@@ -308,7 +304,7 @@ mod tests {
         for _ in 0..2000 {
             input.extend_from_slice(b"0123456789abcdefghijklmnopqrstuvwxyz0123456789\n");
         }
-        let mut reader = LineReader::new(&input[..], 1 << 20);
+        let mut reader = LineReader::new(READ_BUFFER, &input[..], 1 << 20);
         assert_eq!(reader.next_line().await.expect("read"), Some(&long[..]));
         assert!(reader.line.capacity() >= long.len());
         assert_eq!(reader.next_line().await.expect("read"), Some(&b"short"[..]));

@@ -74,15 +74,14 @@ impl Connection {
         max_line: usize,
         provider: &str,
     ) -> Arc<Self> {
-        let (state, out, next_id) = (Mutex::default(), Outbox::start(stdin), AtomicU64::new(1));
         let connection = Arc::new(Connection {
-            state,
-            out,
+            state: Mutex::default(),
+            out: Outbox::start(stdin),
             provider: provider.into(),
-            next_id,
+            next_id: AtomicU64::new(1),
         });
         tokio::spawn(read_loop(
-            LineReader::new(stdout, max_line),
+            LineReader::new(codec::READ_BUFFER, stdout, max_line),
             Arc::clone(&connection),
         ));
         connection
@@ -145,11 +144,7 @@ impl Connection {
 
     /// Sends `line`; the connection fails when too much waits unread.
     fn send(&self, line: Vec<u8>) {
-        wire(
-            &self.provider,
-            "sent",
-            line.strip_suffix(b"\n").unwrap_or(&line),
-        );
+        wire(&self.provider, "sent", &line);
         if !self.out.send(line) {
             let most = size(MAX_UNREAD);
             let why = format!(
@@ -212,9 +207,11 @@ fn wire(provider: &str, direction: &'static str, line: &[u8]) {
     if !tracing::enabled!(target: WIRE, tracing::Level::TRACE) {
         return;
     }
+    // A line read comes without its `\r\n`; one sent, with its `\n`.
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
     let kept = &line[..line.len().min(TRACE_LINE_KEPT)];
     let cut_at_bytes = (kept.len() < line.len()).then_some(TRACE_LINE_KEPT);
-    let line = &*String::from_utf8_lossy(kept.strip_suffix(b"\r").unwrap_or(kept));
+    let line = &*String::from_utf8_lossy(kept);
     tracing::trace!(target: WIRE, provider, direction, line, cut_at_bytes);
 }
 

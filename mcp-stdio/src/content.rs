@@ -18,36 +18,34 @@ struct ToolResult<'a> {
 }
 
 /// One content block, every member of every type ([`Block::map`] picks).
-#[derive(Deserialize)]
+#[derive(Default, Deserialize)]
+#[serde(default)]
 struct Block {
-    #[serde(default, rename = "type", deserialize_with = "loose")]
-    kind: Option<String>,
-    #[serde(default, deserialize_with = "loose")]
-    text: Option<String>,
-    #[serde(default, deserialize_with = "loose")]
-    data: Option<String>,
-    #[serde(default, rename = "mimeType", deserialize_with = "loose")]
-    mime_type: Option<String>,
-    #[serde(default, deserialize_with = "loose")]
-    uri: Option<String>,
-    #[serde(default, deserialize_with = "loose")]
-    name: Option<String>,
-    #[serde(default, deserialize_with = "loose")]
-    title: Option<String>,
-    #[serde(default, deserialize_with = "loose")]
-    description: Option<String>,
-    #[serde(default)]
+    #[serde(rename = "type")]
+    kind: Loose,
+    text: Loose,
+    data: Loose,
+    #[serde(rename = "mimeType")]
+    mime_type: Loose,
+    uri: Loose,
+    name: Loose,
+    title: Loose,
+    description: Loose,
     size: Option<Value>,
-    #[serde(default)]
     resource: Option<Value>,
 }
 
 /// A string member; a member of another type counts as absent.
-pub(crate) fn loose<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    Ok(match Value::deserialize(d)? {
-        Value::String(s) => Some(s),
-        _ => None,
-    })
+#[derive(Default)]
+pub(crate) struct Loose(pub(crate) Option<String>);
+
+impl<'de> Deserialize<'de> for Loose {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match Value::deserialize(d)? {
+            Value::String(s) => Ok(Loose(Some(s))),
+            _ => Ok(Loose(None)),
+        }
+    }
 }
 
 /// Reads a `CallToolResult` and maps it, or says why it cannot (the call
@@ -82,25 +80,25 @@ impl Block {
 
     fn map(self) -> Result<Content, String> {
         let need = |v: Option<String>, key: &str| v.ok_or_else(|| format!("no string {key}"));
-        let Some(kind) = self.kind else {
+        let Some(kind) = self.kind.0 else {
             return Err("no type".into());
         };
         Ok(match kind.as_str() {
-            "text" => Content::text(need(self.text, "text")?),
+            "text" => Content::text(need(self.text.0, "text")?),
             "image" => Content::Image {
-                mime_type: need(self.mime_type, "mimeType")?,
-                data: need(self.data, "data")?,
+                mime_type: need(self.mime_type.0, "mimeType")?,
+                data: need(self.data.0, "data")?,
             },
             "audio" => Content::Audio {
-                mime_type: need(self.mime_type, "mimeType")?,
-                data: need(self.data, "data")?,
+                mime_type: need(self.mime_type.0, "mimeType")?,
+                data: need(self.data.0, "data")?,
             },
             "resource_link" => Content::ResourceLink {
-                uri: need(self.uri, "uri")?,
-                name: need(self.name, "name")?,
-                title: self.title,
-                description: self.description,
-                mime_type: self.mime_type,
+                uri: need(self.uri.0, "uri")?,
+                name: need(self.name.0, "name")?,
+                title: self.title.0,
+                description: self.description.0,
+                mime_type: self.mime_type.0,
                 size: self.size.as_ref().and_then(Value::as_u64),
             },
             "resource" => {
@@ -130,9 +128,8 @@ impl Block {
 /// The note that stands for a block of a type MCP 2025-06-18 does not define.
 pub(crate) fn unsupported(kind: &str) -> Content {
     let kind: String = kind.chars().take(40).collect();
-    Content::text(format!(
-        "[a content block of unsupported type {kind:?} was left out]"
-    ))
+    let note = format!("[a content block of unsupported type {kind:?} was left out]");
+    Content::text(note)
 }
 
 #[cfg(test)]

@@ -21,7 +21,7 @@ pub fn fuzz_stdout(data: &[u8]) -> usize {
         [b, l, rest @ ..] => (usize::from(*b % 64) + 1, usize::from(*l) * 16 + 1, rest),
         _ => (1, 1, data),
     };
-    let mut reader = LineReader::with_capacity(buffer, input, limit);
+    let mut reader = LineReader::new(buffer, input, limit);
     let mut cx = Context::from_waker(Waker::noop());
     let mut lines = 0;
     loop {
@@ -43,11 +43,9 @@ pub fn fuzz_stdout(data: &[u8]) -> usize {
         let _ = content::call_result(&raw);
         let mut page = Listing::default();
         if tools::read_page(raw.get(), &mut page).is_ok() {
-            let (read, kept) = (
-                page.list.tools.len() + page.list.rejected.len(),
-                page.offered,
-            );
-            assert_eq!(read, kept.min(tools::MAX_TOOLS), "a tool went missing");
+            let read = page.list.tools.len() + page.list.rejected.len();
+            let kept = page.offered.min(tools::MAX_TOOLS);
+            assert_eq!(read, kept, "a tool went missing");
         }
     }
 }

@@ -46,13 +46,11 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        let (timeout, max_line, grace) = (DEFAULT_TIMEOUT, MAX_LINE, Duration::from_secs(2));
-        let term_grace = grace;
         Self {
-            timeout,
-            max_line,
-            grace,
-            term_grace,
+            timeout: DEFAULT_TIMEOUT,
+            max_line: MAX_LINE,
+            grace: Duration::from_secs(2),
+            term_grace: Duration::from_secs(2),
         }
     }
 }
@@ -115,25 +113,23 @@ impl McpProvider {
         let spawned = ServerProcess::spawn(config, base_dir).await;
         let (process, stdin, stdout) = spawned.map_err(|f| f.into_error(id, "", String::new()))?;
         let connection = Connection::start(stdin, stdout, options.max_line, id);
-        let (shut_down, stopped) = (AtomicBool::new(false), OnceCell::new());
-        let (id, server) = (id.to_owned(), Default::default());
         let mut provider = McpProvider {
-            id,
+            id: id.to_owned(),
             connection,
             process,
-            server,
+            server: Default::default(),
             offers_tools: false,
             options,
-            shut_down,
-            stopped,
+            shut_down: AtomicBool::new(false),
+            stopped: OnceCell::new(),
         };
         let Err(failure) = provider.initialize().await else {
             return Ok(provider);
         };
         // How it ended is read before it is killed, then its stderr to its end.
-        let status = provider.last_words(&failure).await;
+        let error = provider.failed(failure, "").await;
         provider.process.end(LAST_WORDS).await;
-        Err(provider.error(failure, "", status))
+        Err(error)
     }
 
     /// The handshake.
@@ -181,16 +177,17 @@ impl McpProvider {
         self.process.pid()
     }
 
-    /// How the server ended, when `failure` is its stdout closing.
-    async fn last_words(&self, failure: &Failure) -> Option<ExitStatus> {
-        match failure {
+    /// The error for `failure` in a request for `tool` (empty outside
+    /// calls): a closed stdout told as how the process ended, if it did.
+    async fn failed(&self, failure: Failure, tool: &str) -> Error {
+        let status = match failure {
             Failure::Closed(_) => self.process.last_words(LAST_WORDS).await,
             _ => None,
-        }
+        };
+        self.error(failure, tool, status)
     }
 
-    /// The error for `failure` in a request for `tool` (empty outside calls):
-    /// a closed stdout told as how the process ended (`status`), if it did.
+    /// As [`McpProvider::failed`], with how the process ended (`status`).
     fn error(&self, failure: Failure, tool: &str, status: Option<ExitStatus>) -> Error {
         let still = |what| format!("it {what} but is still running");
         let failure = match failure {
@@ -230,9 +227,8 @@ impl McpProvider {
             }
             params = json!({ "cursor": next });
         }
-        Err(Failure::Protocol(format!(
-            "tools/list goes on past {MAX_PAGES} pages"
-        )))
+        let why = format!("tools/list goes on past {MAX_PAGES} pages");
+        Err(Failure::Protocol(why))
     }
 
     async fn call(&self, request: &CallRequest) -> Result<CallResult, Failure> {
@@ -277,21 +273,17 @@ impl Provider for McpProvider {
     }
 
     async fn list_tools(&self) -> Result<ToolList, Error> {
-        let failure = match self.list_pages().await {
-            Ok(list) => return Ok(list),
-            Err(failure) => failure,
-        };
-        let status = self.last_words(&failure).await;
-        Err(self.error(failure, "", status))
+        match self.list_pages().await {
+            Ok(list) => Ok(list),
+            Err(failure) => Err(self.failed(failure, "").await),
+        }
     }
 
     async fn call_tool(&self, request: CallRequest) -> Result<CallResult, Error> {
-        let failure = match self.call(&request).await {
-            Ok(result) => return Ok(result),
-            Err(failure) => failure,
-        };
-        let status = self.last_words(&failure).await;
-        Err(self.error(failure, &request.tool, status))
+        match self.call(&request).await {
+            Ok(result) => Ok(result),
+            Err(failure) => Err(self.failed(failure, &request.tool).await),
+        }
     }
 
     /// The connection's failure, if it failed.

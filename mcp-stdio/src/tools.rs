@@ -12,6 +12,8 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use spear_capabilities::{RejectedTool, ToolList, ToolSpec};
 
+use crate::content::Loose;
+
 /// The most pages of `tools/list` followed before giving up.
 pub const MAX_PAGES: usize = 1000;
 /// The most tools one server may offer.
@@ -43,21 +45,18 @@ struct Page<'a> {
 
 /// A tool's members that the listing reads; one of another type counts as
 /// absent, and one given twice makes the tool unreadable.
-#[derive(Deserialize)]
+#[derive(Default, Deserialize)]
+#[serde(default)]
 struct Tool {
-    #[serde(default, deserialize_with = "crate::content::loose")]
-    name: Option<String>,
-    #[serde(default, deserialize_with = "crate::content::loose")]
-    title: Option<String>,
-    #[serde(default, deserialize_with = "crate::content::loose")]
-    description: Option<String>,
-    #[serde(default, rename = "inputSchema")]
+    name: Loose,
+    title: Loose,
+    description: Loose,
+    #[serde(rename = "inputSchema")]
     input_schema: Option<Value>,
-    #[serde(default)]
     annotations: Option<Value>,
     /// Read raw: a schema nested past what a `Value` is read to leaves the
     /// tool's results unchecked, not the tool unreadable.
-    #[serde(default, rename = "outputSchema")]
+    #[serde(rename = "outputSchema")]
     output_schema: Option<Box<RawValue>>,
 }
 
@@ -119,7 +118,7 @@ fn read_tool(entry: &RawValue) -> Result<ToolSpec, String> {
     }
     let unreadable = |e| format!("the tool cannot be read: {e}");
     let tool: Tool = serde_json::from_str(entry.get()).map_err(unreadable)?;
-    let name = tool.name.ok_or(NO_NAME)?;
+    let name = tool.name.0.ok_or(NO_NAME)?;
     // A missing schema is the gateway's to refuse, with its reason.
     let mut spec = ToolSpec::new(name, tool.input_schema.unwrap_or(Value::Null));
     // The operator's hint, never a class (the core's `read` decides).
@@ -132,10 +131,10 @@ fn read_tool(entry: &RawValue) -> Result<ToolSpec, String> {
         Value::String(title) => Some(title),
         _ => None,
     };
-    if let Some(title) = tool.title.or_else(annotated) {
+    if let Some(title) = tool.title.0.or_else(annotated) {
         spec = spec.with_title(title);
     }
-    if let Some(description) = tool.description {
+    if let Some(description) = tool.description.0 {
         spec = spec.with_description(description);
     }
     // The gateway vets it (a bad one leaves the results unchecked).
