@@ -243,10 +243,7 @@ struct Ended(Arc<Connection>, Option<Failure>);
 impl Drop for Ended {
     fn drop(&mut self) {
         let lost = "its connection is lost: the runtime that ran it has shut down";
-        let failure = self
-            .1
-            .take()
-            .unwrap_or_else(|| Failure::Crashed(lost.into()));
+        let failure = self.1.take().unwrap_or(Failure::Crashed(lost.into()));
         self.0.fail(failure);
     }
 }
@@ -291,11 +288,10 @@ fn handle_line(shared: &Connection, line: &[u8]) -> Result<(), Failure> {
 
 /// Counts an answer to no pending request: the first said at info.
 fn stray(shared: &Connection, id: Option<u64>) {
-    let strays = {
-        let mut state = shared.lock();
-        state.stats.stray_answers += 1;
-        state.stats.stray_answers
-    };
+    let mut state = shared.lock();
+    state.stats.stray_answers += 1;
+    let strays = state.stats.stray_answers;
+    drop(state);
     if strays == 1 {
         tracing::info!(target: "spear_mcp_stdio", provider = %shared.provider, "the server answers requests that are not pending (counted as stray_answers in the provider's details of `spear-capabilities list --json`)");
     }
@@ -305,12 +301,11 @@ fn stray(shared: &Connection, id: Option<u64>) {
 /// Counts a line that is no message, keeping the last; the first said at info.
 fn junk(shared: &Connection, line: &[u8]) {
     let cut = String::from_utf8_lossy(&line[..line.len().min(200)]).into_owned();
-    let lines = {
-        let mut state = shared.lock();
-        state.stats.junk_lines += 1;
-        state.stats.last_junk = Some(cut.clone());
-        state.stats.junk_lines
-    };
+    let mut state = shared.lock();
+    state.stats.junk_lines += 1;
+    state.stats.last_junk = Some(cut.clone());
+    let lines = state.stats.junk_lines;
+    drop(state);
     if lines == 1 {
         tracing::info!(target: "spear_mcp_stdio", provider = %shared.provider, "the server writes lines on stdout that are not JSON-RPC (counted as junk_lines in the provider's details of `spear-capabilities list --json`)");
     }
