@@ -2,12 +2,9 @@
 //! `false`), changed in place as `set` changes one
 //! ([`crate::set::switch`]).
 
-use clap_complete::ArgValueCandidates;
-
-use crate::complete;
 use crate::error::Failure;
 use crate::examples::{self, Example};
-use crate::flags::RegistryArgs;
+use crate::flags::EntryArgs;
 
 /// The examples of `disable`.
 pub(crate) const EXAMPLES: &[Example] = &[
@@ -32,15 +29,12 @@ pub(crate) const EXAMPLES: &[Example] = &[
 #[derive(Debug, clap::Args)]
 #[command(after_help = examples::help(EXAMPLES))]
 pub(crate) struct Args {
-    /// The provider's id.
-    #[arg(add = ArgValueCandidates::new(complete::provider_ids))]
-    id: String,
     #[command(flatten)]
-    file: RegistryArgs,
+    entry: EntryArgs,
 }
 
 impl Args {
     pub(crate) async fn run(self) -> Result<(), Failure> {
-        crate::set::switch(&self.file, &self.id, false).await
+        crate::set::switch(&self.entry.file, &self.entry.id, false).await
     }
 }

@@ -1,12 +1,9 @@
 //! `enable`: an entry a turn may use again (its `enabled` set to `true`),
 //! changed in place as `set` changes one ([`crate::set::switch`]).
 
-use clap_complete::ArgValueCandidates;
-
-use crate::complete;
 use crate::error::Failure;
 use crate::examples::{self, Example};
-use crate::flags::RegistryArgs;
+use crate::flags::EntryArgs;
 
 /// The examples of `enable`.
 pub(crate) const EXAMPLES: &[Example] = &[
@@ -31,15 +28,12 @@ pub(crate) const EXAMPLES: &[Example] = &[
 #[derive(Debug, clap::Args)]
 #[command(after_help = examples::help(EXAMPLES))]
 pub(crate) struct Args {
-    /// The provider's id.
-    #[arg(add = ArgValueCandidates::new(complete::provider_ids))]
-    id: String,
     #[command(flatten)]
-    file: RegistryArgs,
+    entry: EntryArgs,
 }
 
 impl Args {
     pub(crate) async fn run(self) -> Result<(), Failure> {
-        crate::set::switch(&self.file, &self.id, true).await
+        crate::set::switch(&self.entry.file, &self.entry.id, true).await
     }
 }

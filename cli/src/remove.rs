@@ -3,13 +3,10 @@
 //! by the locked, atomic writer ([`crate::file`]): every other entry keeps
 //! its bytes.
 
-use clap_complete::ArgValueCandidates;
-
-use crate::complete;
 use crate::error::Failure;
 use crate::examples::{self, Example};
 use crate::file::{self, Edited};
-use crate::flags::RegistryArgs;
+use crate::flags::EntryArgs;
 use crate::out::out;
 use crate::tree;
 
@@ -37,29 +34,26 @@ pub(crate) const EXAMPLES: &[Example] = &[
 #[derive(Debug, clap::Args)]
 #[command(after_help = examples::help(EXAMPLES))]
 pub(crate) struct Args {
-    /// The provider's id.
-    #[arg(add = ArgValueCandidates::new(complete::provider_ids))]
-    id: String,
     #[command(flatten)]
-    file: RegistryArgs,
+    entry: EntryArgs,
 }
 
 impl Args {
     /// Takes out every entry with the id, writes.
     pub(crate) async fn run(self) -> Result<(), Failure> {
-        let path = self.file.path();
-        self.file.named_file_exists()?;
+        let path = self.entry.file.path();
+        self.entry.file.named_file_exists()?;
         let removed = file::edit(&path, |current| {
             if current.created {
                 return Err(Failure::Refused(format!(
                     "no capabilities file at {}, so no provider `{}` to remove",
                     path.display(),
-                    self.id
+                    self.entry.id
                 )));
             }
-            let indices = current.indices(&self.id);
+            let indices = current.indices(&self.entry.id);
             if indices.is_empty() {
-                return Err(no_such_provider(&self.id, current));
+                return Err(no_such_provider(&self.entry.id, current));
             }
             let new_text = tree::without_entries(&current.text, &indices)
                 .map_err(|e| current.cannot_edit(e))?;
@@ -72,7 +66,11 @@ impl Args {
         } else {
             format!(" ({removed} entries had this id)")
         };
-        out!("removed `{}` from {}{how_many}", self.id, path.display())?;
+        out!(
+            "removed `{}` from {}{how_many}",
+            self.entry.id,
+            path.display()
+        )?;
         Ok(())
     }
 }

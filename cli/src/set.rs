@@ -10,15 +10,13 @@
 //! writer ([`crate::file`]).
 
 use clap::ArgGroup;
-use clap_complete::ArgValueCandidates;
 use serde_json::json;
 
-use crate::complete;
 use crate::entry;
 use crate::error::Failure;
 use crate::examples::{self, Example};
 use crate::file::{self, Edited};
-use crate::flags::{EntryFlags, RegistryArgs};
+use crate::flags::{EntryArgs, EntryFlags, RegistryArgs};
 use crate::out::out;
 use crate::remove::no_such_provider;
 use crate::report::refused_edit;
@@ -67,11 +65,8 @@ pub(crate) const EXAMPLES: &[Example] = &[
 ))]
 #[command(after_help = examples::help(EXAMPLES))]
 pub(crate) struct Args {
-    /// The provider's id.
-    #[arg(add = ArgValueCandidates::new(complete::provider_ids))]
-    id: String,
     #[command(flatten)]
-    file: RegistryArgs,
+    entry: EntryArgs,
     #[command(flatten)]
     settings: EntryFlags,
     /// A variable to take out of the server's environment (repeatable).
@@ -101,7 +96,7 @@ impl Args {
             set_env: self.settings.env.clone(),
             unset_env: self.unset_env.clone(),
         };
-        change(&self.file, &self.id, &changes, Verb::Set).await
+        change(&self.entry.file, &self.entry.id, &changes, Verb::Set).await
     }
 }
 
