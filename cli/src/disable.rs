@@ -4,7 +4,7 @@
 
 use crate::error::Failure;
 use crate::examples::{self, Example};
-use crate::flags::EntryArgs;
+use crate::named::EntryArgs;
 
 /// The examples of `disable`.
 pub(crate) const EXAMPLES: &[Example] = &[

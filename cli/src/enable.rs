@@ -3,7 +3,7 @@
 
 use crate::error::Failure;
 use crate::examples::{self, Example};
-use crate::flags::EntryArgs;
+use crate::named::EntryArgs;
 
 /// The examples of `enable`.
 pub(crate) const EXAMPLES: &[Example] = &[

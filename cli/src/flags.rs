@@ -1,8 +1,7 @@
 //! The flags several subcommands share, each defined once and flattened
 //! where it is taken: which registry ([`RegistryArgs`]), which turn
 //! ([`ContextArgs`]), how long a start may go on ([`WaitArgs`]), an
-//! entry's settings as `add` and `set` take them ([`EntryFlags`]), the
-//! entry an edit names ([`EntryArgs`]); and the
+//! entry's settings as `add` and `set` take them ([`EntryFlags`]); and the
 //! one prologue that loads a registry ([`RegistryArgs::load`]).
 
 use std::path::{Path, PathBuf};
@@ -23,17 +22,6 @@ use crate::error::Failure;
 
 /// `--projects` when it is not given.
 pub(crate) const DEFAULT_PROJECTS: &str = "projects.json";
-
-/// One entry of a capabilities file, by its id: what `remove`, `set`,
-/// `enable` and `disable` change.
-#[derive(Debug, Clone, Args)]
-pub(crate) struct EntryArgs {
-    /// The provider's id.
-    #[arg(add = clap_complete::ArgValueCandidates::new(crate::complete::provider_ids))]
-    pub(crate) id: String,
-    #[command(flatten)]
-    pub(crate) file: RegistryArgs,
-}
 
 /// Which capabilities file.
 #[derive(Debug, Clone, Args)]

@@ -31,6 +31,7 @@ mod invoke;
 mod lines;
 mod list;
 mod man;
+mod named;
 mod out;
 mod permission;
 mod probe;

@@ -6,7 +6,7 @@
 use crate::error::Failure;
 use crate::examples::{self, Example};
 use crate::file::{self, Edited};
-use crate::flags::EntryArgs;
+use crate::named::EntryArgs;
 use crate::out::out;
 use crate::tree;
 
