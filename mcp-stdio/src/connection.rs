@@ -145,7 +145,7 @@ impl Connection {
     /// Sends `line`; the connection fails when too much waits unread.
     fn send(&self, line: Vec<u8>) {
         wire(&self.provider, "sent", &line);
-        if !self.out.send(line) {
+        if !self.out.send(&line) {
             let most = size(MAX_UNREAD);
             let why = format!(
                 "the server does not read what it is sent: more than {most} wait for its stdin"

@@ -1,87 +1,150 @@
-//! The way to the server's stdin: one writer task owns the pipe and writes
-//! the lines it is sent, in order. Sending is synchronous, so that a dropped
-//! request's cancellation can be sent from `Drop`.
+//! The way to the server's stdin: one queue of bytes under one lock, and one
+//! function that writes it (`Queue::write`), in order, never waiting. The
+//! sender writes its line at once when nothing waits before it and the pipe
+//! has room (a task woken for every line would cost each call a wake-up of
+//! another thread); what the pipe has no room for waits in the queue, for a
+//! task that waits for room. Sending never waits, so a dropped request's
+//! cancellation can be sent from `Drop`.
 //!
 //! What waits for the server is bounded ([`MAX_UNREAD`]): a server that does
 //! not read its stdin (while it floods us with requests we must answer)
 //! would otherwise make the queue grow without end.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard};
 
-use tokio::io::AsyncWriteExt;
 use tokio::net::unix::pipe;
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::Notify;
 
 /// The most bytes queued for a server's stdin; a line sent while nothing
 /// waits is taken whatever its size. Past it the box breaks: what waits is
 /// dropped, the pipe closed, and the connection fails.
 pub const MAX_UNREAD: usize = 16 * 1024 * 1024;
 
-#[derive(Debug, Clone)]
-pub(crate) struct Outbox {
-    /// Lines for the writer task; `None`: close the pipe after them.
-    lines: mpsc::UnboundedSender<Option<Vec<u8>>>,
-    shared: Arc<Shared>,
-}
+/// The most memory an empty queue keeps for the next lines.
+const KEPT: usize = 64 * 1024;
+
+/// Dropping it closes the pipe once what was sent is written.
+#[derive(Debug)]
+pub(crate) struct Outbox(Arc<Shared>);
 
 #[derive(Debug, Default)]
 struct Shared {
-    unread: AtomicUsize,
-    /// The writer let go of the pipe: what is sent is dropped.
-    done: AtomicBool,
-    /// Wakes a writer blocked on a full pipe when the box breaks.
-    broke: Notify,
+    queue: Mutex<Queue>,
+    /// Wakes the task: bytes wait for room, or the pipe was let go of.
+    waiting: Notify,
+}
+
+#[derive(Debug, Default)]
+struct Queue {
+    /// `None` once let go of: what is sent then is dropped.
+    pipe: Option<Arc<pipe::Sender>>,
+    /// What the pipe has not taken yet, in order.
+    unread: VecDeque<u8>,
+    /// Close the pipe once `unread` is written.
+    closing: bool,
 }
 
 impl Outbox {
     pub(crate) fn start(stdin: pipe::Sender) -> Outbox {
-        let (lines, queue) = mpsc::unbounded_channel();
         let shared = Arc::new(Shared::default());
-        tokio::spawn(write_lines(stdin, queue, Arc::clone(&shared)));
-        Outbox { lines, shared }
+        shared.lock().pipe = Some(Arc::new(stdin));
+        tokio::spawn(wait_for_room(Arc::clone(&shared)));
+        Outbox(shared)
     }
 
     /// Sends `line` after everything sent before it (dropped once the pipe
     /// is let go of); `false` when it would pass [`MAX_UNREAD`].
-    pub(crate) fn send(&self, line: Vec<u8>) -> bool {
-        let shared = &self.shared;
-        if shared.done.load(Ordering::Relaxed) {
+    pub(crate) fn send(&self, line: &[u8]) -> bool {
+        let mut queue = self.0.lock();
+        let waiting = queue.unread.len();
+        if queue.pipe.is_none() || queue.closing {
             return true;
         }
-        let before = shared.unread.fetch_add(line.len(), Ordering::Relaxed);
-        if before > 0 && before + line.len() > MAX_UNREAD {
-            shared.done.store(true, Ordering::Relaxed);
-            shared.broke.notify_one();
-            return false;
+        let fits = waiting == 0 || waiting + line.len() <= MAX_UNREAD;
+        match fits {
+            true => queue.unread.extend(line),
+            false => queue.let_go(),
         }
-        let _ = self.lines.send(Some(line));
-        true
+        // Behind other bytes, the line is the task's to write.
+        let wake = waiting == 0 && !queue.write() || queue.pipe.is_none();
+        self.0.wake_if(wake, queue);
+        fits
     }
 
     /// Closes the server's stdin once everything sent is written.
     pub(crate) fn close(&self) {
-        let _ = self.lines.send(None);
+        let mut queue = self.0.lock();
+        queue.closing = true;
+        self.0.wake_if(queue.write(), queue);
     }
 }
 
-/// The writer task, the pipe's only owner.
-async fn write_lines(
-    mut pipe: pipe::Sender,
-    mut queue: mpsc::UnboundedReceiver<Option<Vec<u8>>>,
-    shared: Arc<Shared>,
-) {
-    while let Some(Some(line)) = queue.recv().await {
-        let written = tokio::select! {
-            written = pipe.write_all(&line) => written.is_ok(),
-            () = shared.broke.notified() => false,
-        };
-        shared.unread.fetch_sub(line.len(), Ordering::Relaxed);
-        if !written || shared.done.load(Ordering::Relaxed) {
-            break;
+impl Drop for Outbox {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The pipe, unless let go of, and whether bytes wait for it.
+    fn pipe(&self) -> Option<(Arc<pipe::Sender>, bool)> {
+        let queue = self.lock();
+        Some((Arc::clone(queue.pipe.as_ref()?), !queue.unread.is_empty()))
+    }
+
+    /// Lets go of the lock, then wakes the task if `wake`.
+    fn wake_if(&self, wake: bool, queue: MutexGuard<'_, Queue>) {
+        drop(queue);
+        if wake {
+            self.waiting.notify_one();
         }
     }
-    shared.done.store(true, Ordering::Relaxed);
+}
+
+impl Queue {
+    /// Writes what waits, as far as the pipe takes it now; `false` when some
+    /// of it waits for room.
+    fn write(&mut self) -> bool {
+        while let Some(pipe) = self.pipe.as_ref().filter(|_| !self.unread.is_empty()) {
+            match pipe.try_write(self.unread.as_slices().0) {
+                Ok(n) => drop(self.unread.drain(..n)),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return false,
+                // The server closed its stdin: nothing more reaches it.
+                Err(_) => self.let_go(),
+            }
+        }
+        self.unread.shrink_to(KEPT);
+        if self.closing {
+            self.let_go();
+        }
+        true
+    }
+
+    /// Drops what waits and the pipe (closed once the task lets go too).
+    fn let_go(&mut self) {
+        (self.pipe, self.unread) = (None, VecDeque::new());
+    }
+}
+
+/// The task that writes what the pipe had no room for, once it has; it ends
+/// when the pipe is let go of.
+async fn wait_for_room(shared: Arc<Shared>) {
+    while let Some((pipe, waiting)) = shared.pipe() {
+        let room = tokio::select! {
+            room = pipe.writable(), if waiting => room.is_ok(),
+            () = shared.waiting.notified() => true,
+        };
+        let mut queue = shared.lock();
+        if !room {
+            queue.let_go();
+        }
+        queue.write();
+    }
 }
 
 #[cfg(test)]
@@ -114,11 +177,11 @@ mod tests {
         let mut cat = spawn("cat", &[]);
         let outbox = Outbox::start(sender(cat.stdin.take().expect("stdin")));
         let big = format!("{}\n", "x".repeat(1 << 20));
-        assert!(outbox.send(b"first\n".to_vec()));
-        assert!(outbox.send(big.clone().into_bytes()));
-        assert!(outbox.send(b"behind\n".to_vec()));
+        assert!(outbox.send(b"first\n"));
+        assert!(outbox.send(big.as_bytes()));
+        assert!(outbox.send(b"behind\n"));
         outbox.close();
-        assert!(outbox.send(b"after close: dropped\n".to_vec()));
+        assert!(outbox.send(b"after close: dropped\n"));
         let mut out = Vec::new();
         let mut stdout = cat.stdout.take().expect("stdout");
         // cat ends its output only when its stdin is closed.
@@ -127,6 +190,49 @@ mod tests {
             .expect("the pipe was closed")
             .expect("read");
         assert_eq!(out, format!("first\n{big}behind\n").into_bytes());
+    }
+
+    /// A pipe whose readiness the runtime has seen (tokio writes only then).
+    async fn ready_pipe() -> (pipe::Sender, pipe::Receiver) {
+        let (stdin, server) = pipe::pipe().expect("a pipe");
+        stdin.writable().await.expect("writable");
+        (stdin, server)
+    }
+
+    /// A line sent while nothing waits is in the pipe when `send` returns
+    /// (on one thread, before the task could run): no other thread is woken
+    /// to write it.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_line_sent_while_nothing_waits_is_written_at_once() {
+        let (stdin, server) = ready_pipe().await;
+        let outbox = Outbox::start(stdin);
+        assert!(outbox.send(b"now\n"));
+        let mut read = [0; 16];
+        let n = rustix::io::read(&server, &mut read).expect("written at once");
+        assert_eq!(&read[..n], b"now\n");
+    }
+
+    /// A server that closed its stdin: what is sent is dropped, and the
+    /// task ends.
+    #[tokio::test]
+    async fn a_closed_stdin_lets_the_pipe_go_and_ends_the_task() {
+        let (stdin, server) = ready_pipe().await;
+        let outbox = Outbox::start(stdin);
+        drop(server);
+        assert!(outbox.send(b"unread\n"));
+        assert!(outbox.0.pipe().is_none());
+        task_ends(&outbox).await;
+    }
+
+    async fn task_ends(outbox: &Outbox) {
+        let ended = async {
+            while Arc::strong_count(&outbox.0) > 1 {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(10), ended)
+            .await
+            .expect("the task ended");
     }
 
     /// A reader that never reads: what waits stops at the bound, the box
@@ -138,17 +244,16 @@ mod tests {
         let line = vec![b'x'; 1 << 20];
         let mut sent = 0usize;
         let broke = loop {
-            match outbox.send(line.clone()) {
+            match outbox.send(&line) {
                 true => sent += line.len(),
                 false => break sent,
             }
             assert!(sent <= 2 * MAX_UNREAD, "never broke after {sent} bytes");
         };
         assert!(broke >= MAX_UNREAD, "broke after {broke} bytes");
-        assert!(outbox.send(b"later\n".to_vec()));
-        // The writer lets go of what was queued and of the pipe.
-        tokio::time::timeout(Duration::from_secs(10), outbox.lines.closed())
-            .await
-            .expect("the writer ended");
+        assert!(outbox.send(b"later\n"));
+        // What was queued and the pipe are let go of, and the task ends.
+        assert!(outbox.0.pipe().is_none());
+        task_ends(&outbox).await;
     }
 }

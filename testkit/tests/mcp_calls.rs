@@ -207,9 +207,9 @@ async fn a_server_that_closes_its_stdout_mid_call_fails_the_call_at_once() {
     stop(p).await;
 }
 
-/// Lines larger than the pipe holds go out in pieces, written by the one
-/// writer task; lines sent meanwhile wait behind them, so none is cut into
-/// another and every call gets its own answer.
+/// Lines larger than the pipe holds go out in pieces as the pipe has room;
+/// lines sent meanwhile wait behind them in the one queue, so none is cut
+/// into another and every call gets its own answer.
 #[tokio::test]
 async fn lines_larger_than_the_pipe_never_interleave() {
     let p = start(&[]).await;

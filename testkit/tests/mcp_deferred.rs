@@ -20,7 +20,7 @@ async fn a_call_abandoned_before_its_queued_line_is_written_still_sends_it_and_i
         let mut hang = pin!(p.call_tool(call("hang")));
         assert!(futures::poll!(hang.as_mut()).is_pending());
         let mut queued = pin!(p.call_tool(CallRequest::new("echo", text_args("queued"))));
-        // Its first poll queues its line for the writer task.
+        // Its first poll sends its line.
         assert!(futures::poll!(queued.as_mut()).is_pending());
         // Both are dropped here, the queued one first.
     }
