@@ -1,7 +1,8 @@
-//! mcp-stdio: a call sent while others are in flight is queued for the
-//! writer task (`mcp-stdio/src/outbox.rs`). Abandoned right then, before the
-//! writer wrote it, its line must still go out, followed by its
-//! cancellation, and nothing may be left waiting behind it.
+//! mcp-stdio: a call sent while others are in flight, abandoned right
+//! after its first poll (its line written at once, or waiting in the
+//! outbox's queue for room in the pipe: `mcp-stdio/src/outbox.rs`): its
+//! line must still go out, followed by its cancellation, and nothing may be
+//! left waiting behind it.
 
 mod common;
 
@@ -16,7 +17,7 @@ async fn a_call_abandoned_before_its_queued_line_is_written_still_sends_it_and_i
     let log = dir.path().join("in.jsonl");
     let p = start(&["--log", log.to_str().expect("utf-8")]).await;
     {
-        // One call in flight, so that the next one is queued behind it.
+        // One call in flight, so that the next one is sent behind it.
         let mut hang = pin!(p.call_tool(call("hang")));
         assert!(futures::poll!(hang.as_mut()).is_pending());
         let mut queued = pin!(p.call_tool(CallRequest::new("echo", text_args("queued"))));
