@@ -2,6 +2,7 @@
 //! while it is read, each message read once, through serde.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::io;
 use std::pin::Pin;
 
@@ -161,6 +162,10 @@ pub(crate) fn decode(line: &[u8]) -> Incoming {
             None => Incoming::Notification,
         };
     }
+    // With neither, no answer at all: a log line that has an `id`.
+    if !version && message.result.is_none() && message.error.is_none() {
+        return Incoming::Junk;
+    }
     let id = message
         .id
         .and_then(|id| serde_json::from_str::<u64>(id.get()).ok());
@@ -185,11 +190,16 @@ fn unreadable(line: &[u8], why: String) -> Incoming {
     let text = text
         .trim_start_matches('\u{feff}')
         .replace(|c: char| c.is_control(), " ");
-    let Ok(Value::Object(message)) = serde_json::from_str::<Value>(&text) else {
+    // Each member kept as written, the last of two: a `Value` could not hold
+    // some (a lone surrogate, a number out of its range, a deep nesting).
+    let Ok(message) = serde_json::from_str::<HashMap<String, &RawValue>>(&text) else {
         return Incoming::Junk;
     };
     let has = |key| message.contains_key(key);
-    match message.get("id").and_then(Value::as_u64) {
+    match message
+        .get("id")
+        .and_then(|id| serde_json::from_str(id.get()).ok())
+    {
         Some(id) if !has("method") && (has("result") || has("error")) => {
             let outcome = Outcome::Unreadable(format!("cannot be read: {why}"));
             Incoming::Response {
@@ -373,12 +383,10 @@ mod tests {
             ),
             (r#"[{"jsonrpc":"2.0","id":1,"result":{}}]"#, Incoming::Batch),
             ("starting server on stdio...", Incoming::Junk),
+            (r#"{"level":"info","msg":"hello"}"#, Incoming::Junk),
             (
-                r#"{"level":"info","msg":"hello"}"#,
-                Incoming::Response {
-                    id: None,
-                    outcome: malformed("it is not JSON-RPC 2.0"),
-                },
+                r#"{"level":"info","msg":"handling","id":2}"#,
+                Incoming::Junk,
             ),
             (
                 r#"{"jsonrpc":"1.0","id":1,"result":{}}"#,
@@ -449,11 +457,27 @@ mod tests {
         // JSON text is UTF-8, without a byte-order mark or a raw control
         // character: an answer that breaks it is still its request's, which
         // fails at once.
-        let bytes: [(&[u8], &str); 3] = [
+        let deep = format!(
+            "\u{feff}{{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}{}}}",
+            "[".repeat(200),
+            "]".repeat(200)
+        );
+        let bytes: [(&[u8], &str); 6] = [
             (
                 b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{},\"x\":\"\xff\"}",
                 "it is not UTF-8: invalid utf-8 sequence of 1 bytes from index 41",
             ),
+            // What makes it unreadable, and in another member what a `Value`
+            // cannot hold: still its request's.
+            (
+                br#"{"jsonrpc":"2.0","id":1,"result":{"t":"\ud800"},"result":{}}"#,
+                "duplicate field `result` at line 1 column 56",
+            ),
+            (
+                b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"n\":1e400},\"x\":\"\xff\"}",
+                "it is not UTF-8: invalid utf-8 sequence of 1 bytes from index 50",
+            ),
+            (deep.as_bytes(), "it begins with a byte-order mark"),
             (
                 "\u{feff}{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}".as_bytes(),
                 "it begins with a byte-order mark",

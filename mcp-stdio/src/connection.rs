@@ -9,9 +9,10 @@
 //! Every line sent and read is a `tracing` event on [`WIRE`], for an
 //! operator who asks for it (`spear-capabilities --trace FILE`).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -74,11 +75,20 @@ impl Connection {
         max_line: usize,
         provider: &str,
     ) -> Arc<Self> {
-        let connection = Arc::new(Connection {
-            state: Mutex::default(),
-            out: Outbox::start(stdin),
-            provider: provider.into(),
-            next_id: AtomicU64::new(1),
+        let connection = Arc::new_cyclic(|me: &Weak<Connection>| {
+            let me = Weak::clone(me);
+            let closed = move || {
+                let failure = Failure::Closed("closed its stdin".into());
+                if let Some(connection) = me.upgrade() {
+                    connection.fail(failure);
+                }
+            };
+            Connection {
+                state: Mutex::default(),
+                out: Outbox::start(stdin, closed),
+                provider: provider.into(),
+                next_id: AtomicU64::new(1),
+            }
         });
         tokio::spawn(read_loop(
             LineReader::new(codec::READ_BUFFER, stdout, max_line),
@@ -154,7 +164,8 @@ impl Connection {
         }
     }
 
-    /// Fails the connection and every pending request, unless it failed.
+    /// Fails the connection and every pending request, unless it failed,
+    /// and closes the server's stdin once what was sent is written.
     pub(crate) fn fail(&self, failure: Failure) {
         let pending = {
             let mut state = self.lock();
@@ -162,6 +173,8 @@ impl Connection {
                 return;
             }
             state.failure = Some(failure.clone());
+            // Under the lock that `request` checks: no request is written after.
+            self.out.close();
             std::mem::take(&mut state.pending)
         };
         if failure != Failure::ShutDown {
@@ -174,11 +187,6 @@ impl Connection {
 
     pub(crate) fn failure(&self) -> Option<Failure> {
         self.lock().failure.clone()
-    }
-
-    /// Closes the server's stdin: the polite way to ask it to leave.
-    pub(crate) fn close(&self) {
-        self.out.close();
     }
 
     pub(crate) fn stats(&self) -> Stats {
@@ -207,12 +215,26 @@ fn wire(provider: &str, direction: &'static str, line: &[u8]) {
     if !tracing::enabled!(target: WIRE, tracing::Level::TRACE) {
         return;
     }
+    let (line, cut) = traced(line);
+    let (line, cut_at_bytes) = (&*line, cut.then_some(TRACE_LINE_KEPT));
+    tracing::trace!(target: WIRE, provider, direction, line, cut_at_bytes);
+}
+
+/// What a [`WIRE`] event holds of a line: at most [`TRACE_LINE_KEPT`] bytes
+/// of text (a byte that is not UTF-8 reads as three), and whether it was cut.
+fn traced(line: &[u8]) -> (Cow<'_, str>, bool) {
     // A line read comes without its `\r\n`; one sent, with its `\n`.
     let line = line.strip_suffix(b"\n").unwrap_or(line);
-    let kept = &line[..line.len().min(TRACE_LINE_KEPT)];
-    let cut_at_bytes = (kept.len() < line.len()).then_some(TRACE_LINE_KEPT);
-    let line = &*String::from_utf8_lossy(kept);
-    tracing::trace!(target: WIRE, provider, direction, line, cut_at_bytes);
+    let mut text = String::from_utf8_lossy(&line[..line.len().min(TRACE_LINE_KEPT)]);
+    let mut end = text.len().min(TRACE_LINE_KEPT);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let cut = line.len() > TRACE_LINE_KEPT || end < text.len();
+    if let Cow::Owned(text) = &mut text {
+        text.truncate(end);
+    }
+    (text, cut)
 }
 
 async fn read_loop(mut reader: LineReader<pipe::Receiver>, shared: Arc<Connection>) {
@@ -316,5 +338,54 @@ pub(crate) fn size(bytes: usize) -> String {
     match bytes % (1 << 20) {
         0 => format!("{} MiB", bytes >> 20),
         _ => format!("{bytes} bytes"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A failed connection writes nothing more, and closes the server's
+    /// stdin once what was sent before is written: a request that passed
+    /// the failure check just before the failure is not written after it.
+    #[tokio::test]
+    async fn a_failed_connection_writes_nothing_more() {
+        use tokio::io::AsyncReadExt;
+        let (stdin, mut server_reads) = pipe::pipe().expect("a pipe");
+        let (_server_writes, stdout) = pipe::pipe().expect("a pipe");
+        let connection = Connection::start(stdin, stdout, 1024, "p");
+        connection.notify("before", None);
+        connection.fail(Failure::Protocol("broken".into()));
+        connection.notify("after", None);
+        let mut read = Vec::new();
+        let closed = server_reads.read_to_end(&mut read);
+        tokio::time::timeout(Duration::from_secs(10), closed)
+            .await
+            .expect("stdin closed")
+            .expect("read");
+        let before = r#"{"jsonrpc":"2.0","method":"before"}"#;
+        assert_eq!(String::from_utf8_lossy(&read), format!("{before}\n"));
+    }
+
+    /// A wire event holds at most [`TRACE_LINE_KEPT`] bytes of text, also
+    /// of a line whose bytes are not UTF-8 (each read as a three-byte
+    /// U+FFFD), and says when it was cut.
+    #[test]
+    fn a_traced_line_holds_at_most_the_bound_of_text() {
+        let exact = vec![b'a'; TRACE_LINE_KEPT];
+        let lines: [(&[u8], bool); 4] = [
+            (&vec![0xff; 3 * TRACE_LINE_KEPT], true),
+            (&vec![0xff; TRACE_LINE_KEPT / 2], true),
+            (&exact, false),
+            (b"{}\n", false),
+        ];
+        for (line, cut) in lines {
+            let (text, was_cut) = traced(line);
+            assert_eq!(was_cut, cut, "{} bytes", line.len());
+            assert!(text.len() <= TRACE_LINE_KEPT, "{} bytes", text.len());
+            assert!(text.len() > TRACE_LINE_KEPT - 3 || !cut);
+        }
+        assert_eq!(traced(&exact).0.as_bytes(), exact);
+        assert_eq!(traced(b"{}\n").0, "{}");
     }
 }

@@ -8,7 +8,8 @@
 //!
 //! What waits for the server is bounded ([`MAX_UNREAD`]): a server that does
 //! not read its stdin (while it floods us with requests we must answer)
-//! would otherwise make the queue grow without end.
+//! would otherwise make the queue grow without end. A server that closes
+//! its stdin can be sent nothing more: the box says so once.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -43,13 +44,17 @@ struct Queue {
     unread: VecDeque<u8>,
     /// Close the pipe once `unread` is written.
     closing: bool,
+    /// The server closed its end of the pipe.
+    broken: bool,
 }
 
 impl Outbox {
-    pub(crate) fn start(stdin: pipe::Sender) -> Outbox {
+    /// Writes to `stdin`; `broken` runs once, from the task, if the server
+    /// closes its end.
+    pub(crate) fn start(stdin: pipe::Sender, broken: impl FnOnce() + Send + 'static) -> Outbox {
         let shared = Arc::new(Shared::default());
         shared.lock().pipe = Some(Arc::new(stdin));
-        tokio::spawn(wait_for_room(Arc::clone(&shared)));
+        tokio::spawn(wait_for_room(Arc::clone(&shared), broken));
         Outbox(shared)
     }
 
@@ -64,7 +69,7 @@ impl Outbox {
         let fits = waiting == 0 || waiting + line.len() <= MAX_UNREAD;
         match fits {
             true => queue.unread.extend(line),
-            false => queue.let_go(),
+            false => queue.let_go(false),
         }
         // Behind other bytes, the line is the task's to write.
         let wake = waiting == 0 && !queue.write() || queue.pipe.is_none();
@@ -115,25 +120,27 @@ impl Queue {
                 Ok(n) => drop(self.unread.drain(..n)),
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return false,
                 // The server closed its stdin: nothing more reaches it.
-                Err(_) => self.let_go(),
+                Err(_) => self.let_go(true),
             }
         }
         self.unread.shrink_to(KEPT);
         if self.closing {
-            self.let_go();
+            self.let_go(false);
         }
         true
     }
 
-    /// Drops what waits and the pipe (closed once the task lets go too).
-    fn let_go(&mut self) {
+    /// Drops what waits and the pipe (closed once the task lets go too);
+    /// `broken` when the server closed its end.
+    fn let_go(&mut self, broken: bool) {
         (self.pipe, self.unread) = (None, VecDeque::new());
+        self.broken |= broken;
     }
 }
 
 /// The task that writes what the pipe had no room for, once it has; it ends
-/// when the pipe is let go of.
-async fn wait_for_room(shared: Arc<Shared>) {
+/// when the pipe is let go of, calling `broken` if the server closed it.
+async fn wait_for_room(shared: Arc<Shared>, broken: impl FnOnce()) {
     while let Some((pipe, waiting)) = shared.pipe() {
         let room = tokio::select! {
             room = pipe.writable(), if waiting => room.is_ok(),
@@ -141,9 +148,12 @@ async fn wait_for_room(shared: Arc<Shared>) {
         };
         let mut queue = shared.lock();
         if !room {
-            queue.let_go();
+            queue.let_go(true);
         }
         queue.write();
+    }
+    if shared.lock().broken {
+        broken();
     }
 }
 
@@ -152,6 +162,7 @@ mod tests {
     use super::*;
 
     use std::process::Stdio;
+    use std::sync::atomic::Ordering;
     use std::time::Duration;
     use tokio::io::AsyncReadExt;
 
@@ -175,7 +186,7 @@ mod tests {
     #[tokio::test]
     async fn close_writes_everything_sent_then_closes_the_pipe() {
         let mut cat = spawn("cat", &[]);
-        let outbox = Outbox::start(sender(cat.stdin.take().expect("stdin")));
+        let outbox = Outbox::start(sender(cat.stdin.take().expect("stdin")), || {});
         let big = format!("{}\n", "x".repeat(1 << 20));
         assert!(outbox.send(b"first\n"));
         assert!(outbox.send(big.as_bytes()));
@@ -205,23 +216,49 @@ mod tests {
     #[tokio::test(flavor = "current_thread")]
     async fn a_line_sent_while_nothing_waits_is_written_at_once() {
         let (stdin, server) = ready_pipe().await;
-        let outbox = Outbox::start(stdin);
+        let outbox = Outbox::start(stdin, || {});
         assert!(outbox.send(b"now\n"));
         let mut read = [0; 16];
         let n = rustix::io::read(&server, &mut read).expect("written at once");
         assert_eq!(&read[..n], b"now\n");
     }
 
-    /// A server that closed its stdin: what is sent is dropped, and the
-    /// task ends.
+    /// A server that closed its stdin: what is sent is dropped, the box
+    /// says so (once), and the task ends.
     #[tokio::test]
-    async fn a_closed_stdin_lets_the_pipe_go_and_ends_the_task() {
+    async fn a_closed_stdin_lets_the_pipe_go_says_so_and_ends_the_task() {
         let (stdin, server) = ready_pipe().await;
-        let outbox = Outbox::start(stdin);
+        let told = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = Arc::clone(&told);
+        let outbox = Outbox::start(stdin, move || {
+            counter.fetch_add(1, Ordering::SeqCst);
+        });
         drop(server);
         assert!(outbox.send(b"unread\n"));
         assert!(outbox.0.pipe().is_none());
         task_ends(&outbox).await;
+        assert!(outbox.send(b"later\n"));
+        assert_eq!(told.load(Ordering::SeqCst), 1);
+    }
+
+    /// A pipe that fills, then whose reader leaves: what waited is dropped
+    /// and the box says so, from the task.
+    #[tokio::test]
+    async fn a_stdin_closed_while_lines_wait_says_so() {
+        let (stdin, server) = ready_pipe().await;
+        let (tell, told) = tokio::sync::oneshot::channel();
+        let outbox = Outbox::start(stdin, move || {
+            let _ = tell.send(());
+        });
+        let line = vec![b'x'; 1 << 20];
+        assert!(outbox.send(&line));
+        assert!(!outbox.0.lock().unread.is_empty(), "the pipe took 1 MiB");
+        drop(server);
+        tokio::time::timeout(Duration::from_secs(10), told)
+            .await
+            .expect("told in time")
+            .expect("told");
+        assert!(outbox.0.pipe().is_none());
     }
 
     async fn task_ends(outbox: &Outbox) {
@@ -240,7 +277,7 @@ mod tests {
     #[tokio::test]
     async fn a_pipe_nobody_reads_breaks_the_box_at_the_bound() {
         let mut sleeper = spawn("sleep", &["30"]);
-        let outbox = Outbox::start(sender(sleeper.stdin.take().expect("stdin")));
+        let outbox = Outbox::start(sender(sleeper.stdin.take().expect("stdin")), || {});
         let line = vec![b'x'; 1 << 20];
         let mut sent = 0usize;
         let broke = loop {

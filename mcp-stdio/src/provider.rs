@@ -295,8 +295,8 @@ impl Provider for McpProvider {
         self.shut_down.store(true, Ordering::SeqCst);
         let (grace, term_grace) = (self.options.grace, self.options.term_grace);
         let stop = async {
+            // Closes its stdin: the polite way to ask it to leave.
             self.connection.fail(Failure::ShutDown);
-            self.connection.close();
             self.process.stop(grace, term_grace).await;
         };
         self.stopped.get_or_init(|| stop).await;

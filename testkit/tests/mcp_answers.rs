@@ -38,8 +38,9 @@ fn text(t: &str) -> Value {
 
 /// Issue 42.12: an answer under a pending call's id that cannot be read at
 /// all (a byte that is not UTF-8, a member given twice, a byte-order mark,
-/// a raw NUL) fails that call at once with the reason, is counted as junk,
-/// and leaves the provider up.
+/// a raw NUL; also with a lone surrogate, a number past any float, or a
+/// nesting 200 deep in another member) fails that call at once with the
+/// reason, is counted as junk, and leaves the provider up.
 #[tokio::test]
 async fn an_unreadable_answer_to_a_pending_call_fails_it_at_once() {
     let ok = r#""result":{"content":[{"type":"text","text":"x"}]}"#;
@@ -63,6 +64,27 @@ async fn an_unreadable_answer_to_a_pending_call_fails_it_at_once() {
             "nul",
             format!("{{\"jsonrpc\":\"2.0\",\"id\":$ID,{ok},\"note\":\"a\u{0}b\"}}\n"),
             "control character (\\u0000-\\u001F) found while parsing a string",
+        ),
+        // Each with, in another member, what a JSON value cannot hold.
+        (
+            "twice_surrogate",
+            format!("{{\"jsonrpc\":\"2.0\",\"id\":$ID,\"result\":{{\"t\":\"\\ud800\"}},{ok}}}\n"),
+            "duplicate field `result`",
+        ),
+        (
+            "latin1_huge_number",
+            "{\"jsonrpc\":\"2.0\",\"id\":$ID,\"result\":{\"n\":1e400},\"note\":\"caf\u{e9}\"}\n"
+                .into(),
+            "it is not UTF-8: ",
+        ),
+        (
+            "bom_deep",
+            format!(
+                "\u{ef}\u{bb}\u{bf}{{\"jsonrpc\":\"2.0\",\"id\":$ID,\"result\":{}{}}}\n",
+                "[".repeat(200),
+                "]".repeat(200)
+            ),
+            "it begins with a byte-order mark",
         ),
     ];
     let cases = cases.map(|(tool, bytes, why)| {
@@ -183,6 +205,26 @@ async fn a_malformed_answer_to_a_pending_call_fails_it_at_once() {
         })
     });
     each_answer_fails_its_call_at_once(&cases).await;
+}
+
+/// A line with an `id` but no `result`, no `error` and no `"jsonrpc":
+/// "2.0"` (a server's JSON log line that names the request it handles) is
+/// no answer: it is counted as junk, and the call it names gets its real
+/// answer, which follows.
+#[tokio::test]
+async fn a_log_line_naming_a_pending_id_is_not_its_answer() {
+    let log = json!({"line": {"level": "info", "msg": "handling", "id": "$ID"}});
+    let calls = json!({"logged": [log, {"result": text("fine")}]});
+    let (p, _dir) = script(calls).await;
+    let r = tokio::time::timeout(Duration::from_secs(10), p.call_tool(call("logged")))
+        .await
+        .expect("in time")
+        .expect("its real answer");
+    assert_eq!(r.joined_text(), "fine");
+    let stats = p.stats();
+    assert_eq!((stats.junk_lines, stats.stray_answers), (1, 0));
+    assert!(p.failure().is_none(), "{:?}", p.failure());
+    p.shutdown().await.expect("shutdown");
 }
 
 /// MCP lifecycle: only negotiated capabilities are used. A server whose

@@ -207,6 +207,41 @@ async fn a_server_that_closes_its_stdout_mid_call_fails_the_call_at_once() {
     stop(p).await;
 }
 
+/// A server that closes its stdin after the handshake and lives on can be
+/// sent nothing more: the next call fails at once (its request has no
+/// reader), not at its caller's deadline, and says the server is still
+/// running.
+#[tokio::test]
+async fn a_server_that_closes_its_stdin_fails_the_next_call_at_once() {
+    let init = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"sh","version":"1"}}}"#;
+    // "closed" (a junk line) says stdin is closed before the call is sent.
+    let script =
+        format!("read -r _; echo '{init}'; read -r _; exec <&-; echo closed; exec sleep 5");
+    let config = spear_mcp_stdio::ServerConfig::new(["sh", "-c", &script]);
+    let p =
+        spear_mcp_stdio::McpProvider::start("sh", &config, std::path::Path::new("/"), options())
+            .await
+            .expect("started");
+    let closed = async {
+        while p.stats().junk_lines == 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), closed)
+        .await
+        .expect("the server closed its stdin");
+    let err = tokio::time::timeout(Duration::from_secs(10), p.call_tool(call("anything")))
+        .await
+        .expect("failed at once, not at the caller's deadline")
+        .expect_err("stdin closed");
+    let Error::Crashed { status, .. } = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(status, "it closed its stdin but is still running");
+    assert!(p.failure().is_some());
+    stop(p).await;
+}
+
 /// Lines larger than the pipe holds go out in pieces as the pipe has room;
 /// lines sent meanwhile wait behind them in the one queue, so none is cut
 /// into another and every call gets its own answer.
