@@ -13,7 +13,7 @@ mod spawn;
 use std::io;
 use std::path::Path;
 use std::process::ExitStatus;
-use std::sync::{Arc, Mutex, OnceLock, mpsc};
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
 use rustix::process::Signal;
@@ -156,21 +156,38 @@ async fn on_spawner_thread(exec: spawn::Exec) -> io::Result<(Leader, [std::os::f
 /// Runs `job` on the spawner thread, started on first use; a job that panics
 /// ends itself only (the parent-death signals are the thread's).
 fn spawner(job: Job) -> io::Result<()> {
-    static SPAWNER: OnceLock<Option<mpsc::Sender<Job>>> = OnceLock::new();
-    let jobs = SPAWNER.get_or_init(|| {
-        let (jobs, queue) = mpsc::channel::<Job>();
+    static SPAWNER: Mutex<Option<mpsc::Sender<Job>>> = Mutex::new(None);
+    let start = |run| {
+        std::thread::Builder::new()
+            .name("spear-spawner".into())
+            .spawn(run)
+    };
+    send_to(&SPAWNER, job, start)
+}
+
+/// Sends `job` to the thread behind `spawner`, which `start` starts if there
+/// is none yet: not kept when it cannot (threads at a limit), so that a later
+/// start tries again.
+fn send_to<T>(
+    spawner: &Mutex<Option<mpsc::Sender<Job>>>,
+    job: Job,
+    start: impl FnOnce(Box<dyn FnOnce() + Send>) -> io::Result<T>,
+) -> io::Result<()> {
+    let mut jobs = spawner.lock().unwrap_or_else(|p| p.into_inner());
+    if jobs.is_none() {
+        let (sender, queue) = mpsc::channel::<Job>();
         let run = move || {
             for job in queue {
                 let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
             }
         };
-        let thread = std::thread::Builder::new().name("spear-spawner".into());
-        thread.spawn(run).ok().map(|_| jobs)
-    });
-    let not_started = || io::Error::other("the spawner thread could not be started");
-    let jobs = jobs.as_ref().ok_or_else(not_started)?;
-    jobs.send(job)
-        .map_err(|_| io::Error::other("the spawner thread has ended"))
+        let why = |e| io::Error::other(format!("the spawner thread could not be started: {e}"));
+        start(Box::new(run)).map_err(why)?;
+        *jobs = Some(sender);
+    }
+    let sent = jobs.as_ref().is_some_and(|jobs| jobs.send(job).is_ok());
+    sent.then_some(())
+        .ok_or_else(|| io::Error::other("the spawner thread has ended"))
 }
 
 /// A job for the spawner thread.

@@ -81,9 +81,10 @@ impl Program {
         let path = env
             .get(OsStr::new("PATH"))
             .map_or("/bin:/usr/bin".as_ref(), |p| p.as_os_str());
-        let dirs = path.as_bytes().split(|b| *b == b':');
-        let candidates = dirs
-            .map(|dir| Path::new(OsStr::from_bytes(dir)).join(name))
+        // An entry that is not absolute is taken from where it runs.
+        let entries = path.as_bytes().split(|b| *b == b':');
+        let candidates = entries
+            .map(|entry| dir.join(OsStr::from_bytes(entry)).join(name))
             .collect();
         Program {
             shown: name.into(),
@@ -96,20 +97,36 @@ impl Program {
     /// executable file wins; one found but not executable (or a folder)
     /// makes it "Permission denied".
     pub(crate) fn runnable(&self) -> io::Result<()> {
-        let (mut denied, mut last) = (None, io::Error::from_raw_os_error(libc::ENOENT));
+        let (mut denied, mut last) = (false, libc::ENOENT);
         for candidate in &self.candidates {
-            match std::fs::metadata(candidate) {
+            last = match std::fs::metadata(candidate) {
                 Ok(m) if !m.is_dir() && m.permissions().mode() & 0o111 != 0 => return Ok(()),
-                Ok(_) => denied = Some(io::Error::from_raw_os_error(libc::EACCES)),
-                Err(e) if e.raw_os_error() == Some(libc::EACCES) => denied = Some(e),
-                Err(e) => last = e,
-            }
+                Ok(_) => libc::EACCES,
+                Err(e) => e.raw_os_error().unwrap_or(libc::EIO),
+            };
+            denied |= next_after(last).ok_or_else(|| io::Error::from_raw_os_error(last))?;
         }
-        Err(denied.unwrap_or(last))
+        Err(io::Error::from_raw_os_error(if denied {
+            libc::EACCES
+        } else {
+            last
+        }))
     }
 
     pub(crate) fn cannot_start(&self, e: &io::Error) -> String {
         format!("cannot start `{}`: {e}", self.shown.display())
+    }
+}
+
+/// As execvp(3), after a candidate failed with `errno`: on to the next
+/// (`Some`, `true` for "Permission denied", which is said if no later one
+/// runs), or stop with that error (`None`). The start's child and `check`
+/// both ask this.
+pub(crate) fn next_after(errno: i32) -> Option<bool> {
+    match errno {
+        libc::EACCES => Some(true),
+        libc::ENOENT | libc::ENOTDIR | libc::ESTALE | libc::ENODEV | libc::ETIMEDOUT => Some(false),
+        _ => None,
     }
 }
 
@@ -144,11 +161,12 @@ mod tests {
             let p = Program::resolve(name, base, &env(Some("/x")));
             assert_eq!(p.candidates, [PathBuf::from(want)], "{name}");
         }
-        let p = Program::resolve("srv", base, &env(Some("/a::/b")));
+        // An empty or relative entry is taken from where the server runs.
+        let p = Program::resolve("srv", base, &env(Some("/a::bin:/b")));
         assert_eq!(p.shown, Path::new("srv"));
         assert_eq!(
             p.candidates,
-            [Path::new("/a/srv"), Path::new("srv"), Path::new("/b/srv")]
+            ["/a/srv", "/opt/caps/srv", "/opt/caps/bin/srv", "/b/srv"].map(PathBuf::from)
         );
         let p = Program::resolve("sh", base, &env(None));
         assert_eq!(

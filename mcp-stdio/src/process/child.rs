@@ -118,26 +118,44 @@ impl Leader {
     }
 
     /// Ends the group and reaps the leader now, where nothing can await it
-    /// (a second at most for the SIGKILL to land).
-    fn end_now(&self) {
+    /// (a second at most for the SIGKILL to land); whether it is reaped.
+    fn end_now(&self) -> bool {
         self.signal_group(Signal::KILL);
         if !self.lock().reaped {
             let second = Timespec::try_from(Duration::from_secs(1)).unwrap_or_default();
-            let _ = poll(
-                &mut [PollFd::new(&self.pidfd, PollFlags::IN)],
-                Some(&second),
-            );
-            self.status();
+            self.ended_within(Some(&second));
         }
+        self.lock().reaped
+    }
+
+    /// Waits for the leader to end, at most `within`, and reaps it if its
+    /// group was sent SIGKILL.
+    fn ended_within(&self, within: Option<&Timespec>) {
+        let _ = poll(&mut [PollFd::new(&self.pidfd, PollFlags::IN)], within);
+        self.status();
     }
 }
 
 impl Drop for Leader {
     fn drop(&mut self) {
         // Only where no watcher ran (a start that failed half way).
-        if !self.lock().reaped {
-            self.end_now();
+        if !self.lock().reaped && !self.end_now() {
+            // Nothing signals its group any more: its pid may go at its end.
+            let pidfd = self.pidfd.try_clone();
+            reap_later(move || {
+                let reaped = |fd: &OwnedFd| waitid(WaitId::PidFd(fd.as_fd()), Wait::EXITED);
+                while let Ok(Err(Errno::INTR)) = pidfd.as_ref().map(reaped) {}
+            });
         }
+    }
+}
+
+/// Reaps, on a thread of its own, a leader that has not ended a second
+/// after SIGKILL (stuck in the kernel): once it ends, it is no zombie.
+fn reap_later(reap: impl FnOnce() + Send + 'static) {
+    let thread = std::thread::Builder::new().name("spear-reaper".into());
+    if let Err(e) = thread.spawn(reap) {
+        tracing::warn!(target: "spear_mcp_stdio", error = %e, "a server that outlived SIGKILL cannot be reaped");
     }
 }
 
@@ -169,8 +187,12 @@ struct Unwatched(Option<Arc<Leader>>);
 
 impl Drop for Unwatched {
     fn drop(&mut self) {
-        if let Some(leader) = &self.0 {
-            leader.end_now();
+        if let Some(leader) = self.0.take().filter(|leader| !leader.end_now()) {
+            reap_later(move || {
+                while !leader.lock().reaped {
+                    leader.ended_within(None);
+                }
+            });
         }
     }
 }

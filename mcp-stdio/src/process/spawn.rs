@@ -22,7 +22,7 @@ use rustix::pipe::{PipeFlags, pipe_with};
 use rustix::process::{Pid, getpid};
 
 use super::child::Leader;
-use crate::program::{Env, Program};
+use crate::program::{Env, Program, next_after};
 
 // `set_mask` passes the kernel's signal set as 8 bytes; MIPS has 128 signals.
 #[cfg(any(target_arch = "mips", target_arch = "mips64"))]
@@ -214,10 +214,9 @@ extern "C" fn child_main(arg: *mut c_void) -> c_int {
         while !(*candidate).is_null() {
             libc::execve(*candidate, argv, envp);
             last = errno();
-            match last {
-                libc::EACCES => denied = true,
-                libc::ENOENT | libc::ENOTDIR | libc::ESTALE | libc::ENODEV | libc::ETIMEDOUT => {}
-                _ => fail(args, last),
+            match next_after(last) {
+                Some(was_denied) => denied |= was_denied,
+                None => fail(args, last),
             }
             candidate = candidate.add(1);
         }

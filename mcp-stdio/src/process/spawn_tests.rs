@@ -189,6 +189,62 @@ fn a_server_whose_runtime_shut_down_is_killed_and_reaped() {
     drop(process);
 }
 
+/// A server that does not end within a second of SIGKILL when its runtime
+/// shuts down (stuck in the kernel; here frozen by the cgroup v1 freezer,
+/// which holds even SIGKILL) is reaped by a thread once it ends, not left
+/// a zombie for the life of the embedder.
+#[test]
+fn a_server_stuck_past_sigkill_as_its_runtime_shuts_down_is_reaped_once_it_ends() {
+    let freezer = Path::new("/sys/fs/cgroup/freezer");
+    assert!(
+        freezer.join("freezer.state").exists() || freezer.join("tasks").exists(),
+        "this test needs the cgroup v1 freezer at {} (and root)",
+        freezer.display()
+    );
+    /// Thaws and removes the group however the test ends.
+    struct Thawed(std::path::PathBuf);
+    impl Drop for Thawed {
+        fn drop(&mut self) {
+            let _ = std::fs::write(self.0.join("freezer.state"), "THAWED");
+            let _ = std::fs::remove_dir(&self.0);
+        }
+    }
+    let group = freezer.join(format!("spear-test-{}", std::process::id()));
+    std::fs::create_dir_all(&group).expect("a freezer cgroup");
+    let group = Thawed(group);
+    let group = &group.0;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let (process, pipes, _stdout) = runtime
+        .block_on(async {
+            ServerProcess::spawn(&config(&["sleep", "30"], &[]), Path::new("/")).await
+        })
+        .expect("spawned");
+    let pid = process.pid();
+    std::fs::write(group.join("tasks"), pid.to_string()).expect("moved to the group");
+    std::fs::write(group.join("freezer.state"), "FROZEN").expect("frozen");
+    let began = Instant::now();
+    drop(runtime);
+    let took = began.elapsed();
+    assert!(
+        Path::new(&format!("/proc/{pid}")).exists(),
+        "{pid} ended frozen"
+    );
+    std::fs::write(group.join("freezer.state"), "THAWED").expect("thawed");
+    assert!(
+        reaped_within(pid, Duration::from_secs(10)),
+        "{pid} is left a zombie"
+    );
+    assert!(
+        took < Duration::from_secs(5),
+        "the runtime's drop took {took:?}"
+    );
+    drop(pipes);
+    drop(process);
+}
+
 #[test]
 fn a_start_without_a_runtime_is_refused() {
     let config = config(&["sleep", "30"], &[]);
@@ -375,4 +431,67 @@ async fn only_the_last_bytes_of_stderr_are_kept() {
     let tail = process.stderr_tail();
     assert_eq!(tail.len(), super::STDERR_KEPT);
     assert!(tail.ends_with("xxend"), "{}", &tail[tail.len() - 10..]);
+}
+
+/// Issue 42.10: `check` and the start agree where execvp(3)'s rules are
+/// fine-grained: a relative `PATH` entry is taken from the folder the
+/// server runs in (the base), and an error other than "not there" or
+/// "not allowed" (a symbolic link loop) ends the search for both.
+#[tokio::test]
+async fn the_check_and_the_start_agree_on_relative_entries_and_search_errors() {
+    use crate::program::prepare;
+    use std::io::Read;
+    let base = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir(base.path().join("bin")).expect("bin");
+    let srv = base.path().join("bin/srv");
+    std::fs::write(&srv, "#!/bin/sh\necho ran\n").expect("script");
+    std::fs::set_permissions(&srv, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let relative = config(&["srv"], &[("PATH", "bin")]);
+    let (program, env) = prepare(&relative, base.path(), |_| None).expect("prepared");
+    assert!(program.runnable().is_ok(), "{program:?}");
+    let exec = super::spawn::Exec::new(&program, &[], env).expect("exec");
+    let (_leader, [_, stdout, _]) = super::on_spawner_thread(exec)
+        .await
+        .expect("the start runs it");
+    let mut out = String::new();
+    std::fs::File::from(stdout)
+        .read_to_string(&mut out)
+        .expect("stdout");
+    assert_eq!(out, "ran\n");
+
+    let looped = base.path().join("loop");
+    std::os::unix::fs::symlink(&looped, &looped).expect("a link to itself");
+    let path = format!("{}:/usr/bin:/bin", looped.display());
+    let behind_a_loop = config(&["sh"], &[("PATH", &path)]);
+    let (program, env) = prepare(&behind_a_loop, base.path(), |_| None).expect("prepared");
+    let checked = program.runnable().expect_err("the loop ends the search");
+    assert_eq!(checked.raw_os_error(), Some(libc::ELOOP));
+    let exec = super::spawn::Exec::new(&program, &[], env).expect("exec");
+    let started = super::on_spawner_thread(exec).await.expect_err("refused");
+    assert_eq!(
+        program.cannot_start(&checked),
+        program.cannot_start(&started)
+    );
+}
+
+/// A spawner thread that could not be started (threads at a limit, which
+/// passes) is not remembered as gone: the next start starts it.
+#[test]
+fn a_spawner_thread_that_could_not_start_is_started_by_the_next_job() {
+    let spawner = std::sync::Mutex::new(None);
+    let at_a_limit = |_| Err::<(), _>(std::io::Error::other("at a limit"));
+    let refused = super::send_to(&spawner, Box::new(|| {}), at_a_limit).expect_err("no thread");
+    assert_eq!(
+        refused.to_string(),
+        "the spawner thread could not be started: at a limit"
+    );
+    let (done, ran) = std::sync::mpsc::channel();
+    let start = |run| std::thread::Builder::new().spawn(run);
+    let job = Box::new(move || {
+        let _ = done.send(());
+    });
+    super::send_to(&spawner, job, start).expect("started now");
+    ran.recv_timeout(Duration::from_secs(10))
+        .expect("the job ran");
 }
