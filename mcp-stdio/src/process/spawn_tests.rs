@@ -170,17 +170,29 @@ async fn a_server_dropped_without_stop_is_killed_and_reaped() {
     assert!(!Path::new(&format!("/proc/{pid}")).exists(), "{pid} left");
 }
 
-#[test]
-fn a_server_whose_runtime_shut_down_is_killed_and_reaped() {
+/// `sleep 30` started on a current-thread runtime of its own, with the
+/// runtime (to drop) and the server's stdin and stdout.
+fn sleeping_on_a_runtime_of_its_own() -> (
+    tokio::runtime::Runtime,
+    ServerProcess,
+    (
+        tokio::net::unix::pipe::Sender,
+        tokio::net::unix::pipe::Receiver,
+    ),
+) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("runtime");
-    let (process, pipes, _stdout) = runtime
-        .block_on(async {
-            ServerProcess::spawn(&config(&["sleep", "30"], &[]), Path::new("/")).await
-        })
-        .expect("spawned");
+    let config = config(&["sleep", "30"], &[]);
+    let spawned = runtime.block_on(ServerProcess::spawn(&config, Path::new("/")));
+    let (process, stdin, stdout) = spawned.expect("spawned");
+    (runtime, process, (stdin, stdout))
+}
+
+#[test]
+fn a_server_whose_runtime_shut_down_is_killed_and_reaped() {
+    let (runtime, process, pipes) = sleeping_on_a_runtime_of_its_own();
     let pid = process.pid();
     // The waiting task is dropped with its runtime; the process lives on.
     drop(runtime);
@@ -213,15 +225,7 @@ fn a_server_stuck_past_sigkill_as_its_runtime_shuts_down_is_reaped_once_it_ends(
     std::fs::create_dir_all(&group).expect("a freezer cgroup");
     let group = Thawed(group);
     let group = &group.0;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let (process, pipes, _stdout) = runtime
-        .block_on(async {
-            ServerProcess::spawn(&config(&["sleep", "30"], &[]), Path::new("/")).await
-        })
-        .expect("spawned");
+    let (runtime, process, pipes) = sleeping_on_a_runtime_of_its_own();
     let pid = process.pid();
     std::fs::write(group.join("tasks"), pid.to_string()).expect("moved to the group");
     std::fs::write(group.join("freezer.state"), "FROZEN").expect("frozen");
@@ -388,18 +392,14 @@ async fn stop_terminates_a_group_that_ignores_its_stdin() {
     assert!(started.elapsed() < Duration::from_secs(5));
 }
 
-/// Issue 42.10: the start and the kind's `check` resolve a program with one
-/// resolver. With no `PATH` of ours, a bare name is found where execvp(3)
-/// looks: what the check passes, the start runs, and what it refuses, the
-/// start refuses in the same words.
-#[tokio::test]
-async fn with_no_path_of_ours_the_check_and_the_start_agree() {
-    use crate::program::{Program, prepare};
+/// What the start of `program` writes on stdout, to its end.
+async fn started_output(
+    program: &crate::program::Program,
+    args: &[String],
+    env: &crate::program::Env,
+) -> String {
     use std::io::Read;
-    let config = config(&["sh", "-c", "echo ran"], &[]);
-    let (program, env) = prepare(&config, Path::new("/"), |_| None).expect("prepared");
-    assert!(program.runnable().is_ok(), "{program:?}");
-    let exec = super::spawn::Exec::new(&program, &config.command[1..], env.clone()).expect("exec");
+    let exec = super::spawn::Exec::new(program, args, env.clone()).expect("exec");
     let (_leader, [_, stdout, _]) = super::on_spawner_thread(exec)
         .await
         .expect("the start runs it");
@@ -407,7 +407,23 @@ async fn with_no_path_of_ours_the_check_and_the_start_agree() {
     std::fs::File::from(stdout)
         .read_to_string(&mut out)
         .expect("stdout");
-    assert_eq!(out, "ran\n");
+    out
+}
+
+/// Issue 42.10: the start and the kind's `check` resolve a program with one
+/// resolver. With no `PATH` of ours, a bare name is found where execvp(3)
+/// looks: what the check passes, the start runs, and what it refuses, the
+/// start refuses in the same words.
+#[tokio::test]
+async fn with_no_path_of_ours_the_check_and_the_start_agree() {
+    use crate::program::{Program, prepare};
+    let config = config(&["sh", "-c", "echo ran"], &[]);
+    let (program, env) = prepare(&config, Path::new("/"), |_| None).expect("prepared");
+    assert!(program.runnable().is_ok(), "{program:?}");
+    assert_eq!(
+        started_output(&program, &config.command[1..], &env).await,
+        "ran\n"
+    );
     let missing = Program::resolve("spear-no-such-server", Path::new("/"), &env);
     let checked = missing.runnable().expect_err("refused");
     let exec = super::spawn::Exec::new(&missing, &[], env).expect("exec");
@@ -440,7 +456,6 @@ async fn only_the_last_bytes_of_stderr_are_kept() {
 #[tokio::test]
 async fn the_check_and_the_start_agree_on_relative_entries_and_search_errors() {
     use crate::program::prepare;
-    use std::io::Read;
     let base = tempfile::tempdir().expect("tempdir");
     std::fs::create_dir(base.path().join("bin")).expect("bin");
     let srv = base.path().join("bin/srv");
@@ -450,15 +465,7 @@ async fn the_check_and_the_start_agree_on_relative_entries_and_search_errors() {
     let relative = config(&["srv"], &[("PATH", "bin")]);
     let (program, env) = prepare(&relative, base.path(), |_| None).expect("prepared");
     assert!(program.runnable().is_ok(), "{program:?}");
-    let exec = super::spawn::Exec::new(&program, &[], env).expect("exec");
-    let (_leader, [_, stdout, _]) = super::on_spawner_thread(exec)
-        .await
-        .expect("the start runs it");
-    let mut out = String::new();
-    std::fs::File::from(stdout)
-        .read_to_string(&mut out)
-        .expect("stdout");
-    assert_eq!(out, "ran\n");
+    assert_eq!(started_output(&program, &[], &env).await, "ran\n");
 
     let looped = base.path().join("loop");
     std::os::unix::fs::symlink(&looped, &looped).expect("a link to itself");
