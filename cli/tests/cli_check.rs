@@ -75,6 +75,54 @@ fn a_program_that_is_missing_not_executable_or_not_on_path_is_refused() {
     assert!(stdout.ends_with("1 registered, 3 refused\n"), "{stdout}");
 }
 
+/// Issue 42.10: `check` asks the kernel whether this user may run the
+/// program, as the start's exec does, not its mode bits: a program that
+/// only its owner (root) may run is refused to another user, "Permission
+/// denied", where the start would fail the same way. Needs root to set the
+/// scene (CI runs the tests as root); as another user there is nothing to
+/// run.
+#[test]
+fn as_another_user_a_program_only_its_owner_may_run_is_refused() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let root = std::fs::metadata("/proc/self")
+        .map(|m| m.uid() == 0)
+        .unwrap_or(false);
+    if !root {
+        eprintln!("not root: the owner cannot be set, nothing to test");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let script = dir.path().join("server.sh");
+    std::fs::write(&script, "#!/bin/sh\n").expect("script");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o744)).expect("chmod");
+    let f = write(
+        dir.path(),
+        r#"{"providers": [{"id": "owners", "command": ["./server.sh"], "scope": "global"}]}"#,
+    );
+    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let out = Command::new("setpriv")
+        .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
+        .args([env!("CARGO_BIN_EXE_spear-capabilities"), "check"])
+        .arg(&f)
+        .env_remove("SPEAR_CAPABILITIES_FILE")
+        .output()
+        .expect("setpriv runs");
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
+    let refused = format!(
+        "  refused  owners\n           cannot start `{}/./server.sh`: Permission denied (os error 13)\n",
+        dir.path().display()
+    );
+    assert!(
+        stdout.contains(&refused),
+        "missing {refused:?} in:\n{stdout}"
+    );
+    // Root itself may run it: the same check passes.
+    let out = check(&[f.to_str().expect("utf8")], None);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+}
+
 /// A path the operator named must exist (exit 2); a missing file found by
 /// default still means no providers (next test).
 #[test]

@@ -9,9 +9,9 @@ use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::io;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+use rustix::fs::{Access, AtFlags, CWD, accessat};
 use spear_capabilities::kind::{KindSettings, expand_host_strings};
 
 use crate::ServerConfig;
@@ -93,15 +93,20 @@ impl Program {
         }
     }
 
-    /// Whether a start could run it, as execvp(3) decides: the first
-    /// executable file wins; one found but not executable (or a folder)
-    /// makes it "Permission denied".
+    /// Whether a start could run it, as execvp(3) decides: the first file
+    /// this user may execute wins (the kernel says, as for the exec:
+    /// owner, mode, ACLs, a `noexec` mount); one found but not executable
+    /// (or a folder) makes it "Permission denied".
     pub(crate) fn runnable(&self) -> io::Result<()> {
         let (mut denied, mut last) = (false, libc::ENOENT);
         for candidate in &self.candidates {
-            last = match std::fs::metadata(candidate) {
-                Ok(m) if !m.is_dir() && m.permissions().mode() & 0o111 != 0 => return Ok(()),
-                Ok(_) => libc::EACCES,
+            let may_run = || accessat(CWD, candidate, Access::EXEC_OK, AtFlags::EACCESS);
+            last = match std::fs::metadata(candidate).map(|m| m.is_dir()) {
+                Ok(false) => match may_run() {
+                    Ok(()) => return Ok(()),
+                    Err(e) => e.raw_os_error(),
+                },
+                Ok(true) => libc::EACCES,
                 Err(e) => e.raw_os_error().unwrap_or(libc::EIO),
             };
             denied |= next_after(last).ok_or_else(|| io::Error::from_raw_os_error(last))?;
