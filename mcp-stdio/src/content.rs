@@ -17,10 +17,11 @@ struct ToolResult<'a> {
     is_error: Option<bool>,
 }
 
-/// One content block, every member of every type ([`Block::map`] picks).
+/// One content block, every member of every type ([`Block::map`] picks);
+/// `size` and `resource` kept raw, so that what they nest is skipped.
 #[derive(Default, Deserialize)]
 #[serde(default)]
-struct Block {
+struct Block<'a> {
     #[serde(rename = "type")]
     kind: Loose,
     text: Loose,
@@ -31,8 +32,21 @@ struct Block {
     name: Loose,
     title: Loose,
     description: Loose,
-    size: Option<Value>,
-    resource: Option<Value>,
+    #[serde(borrow)]
+    size: Option<&'a RawValue>,
+    #[serde(borrow)]
+    resource: Option<&'a RawValue>,
+}
+
+/// An embedded resource's members (others skipped, however they nest).
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct Resource {
+    uri: Loose,
+    #[serde(rename = "mimeType")]
+    mime_type: Loose,
+    text: Loose,
+    blob: Loose,
 }
 
 /// A string member; a member of another type counts as absent.
@@ -67,15 +81,17 @@ pub(crate) fn call_result(raw: &RawValue) -> Result<CallResult, String> {
     Ok(mapped.with_error(result.is_error.unwrap_or(false)))
 }
 
-impl Block {
+impl Block<'_> {
     /// Block `i`, or why it cannot be mapped.
     fn read(i: usize, block: &RawValue) -> Result<Content, String> {
-        if !block.get().starts_with('{') {
-            return Err(format!("content block {i}: it is not a JSON object"));
-        }
-        let unreadable = |e| format!("the tools/call result cannot be read: {e}");
-        let block: Block = serde_json::from_str(block.get()).map_err(unreadable)?;
-        block.map().map_err(|e| format!("content block {i}: {e}"))
+        let block = match block.get().starts_with('{') {
+            true => serde_json::from_str::<Block<'_>>(block.get())
+                .map_err(|e| format!("it cannot be read: {e}")),
+            false => Err("it is not a JSON object".to_owned()),
+        };
+        block
+            .and_then(Block::map)
+            .map_err(|e| format!("content block {i}: {e}"))
     }
 
     fn map(self) -> Result<Content, String> {
@@ -99,24 +115,29 @@ impl Block {
                 title: self.title.0,
                 description: self.description.0,
                 mime_type: self.mime_type.0,
-                size: self.size.as_ref().and_then(Value::as_u64),
+                // A whole number, however written (`3.0` is one).
+                size: self.size.and_then(|size| {
+                    let float = || serde_json::from_str::<f64>(size.get()).ok();
+                    let whole = float().filter(|f| f.fract() == 0.0 && *f >= 0.0);
+                    serde_json::from_str(size.get())
+                        .ok()
+                        .or(whole.map(|f| f as u64))
+                }),
             },
             "resource" => {
-                let Some(Value::Object(mut r)) = self.resource else {
+                let Some(r) = self.resource.filter(|r| r.get().starts_with('{')) else {
                     return Err("a resource block without a resource object".into());
                 };
-                let mut string = |key: &str| match r.remove(key) {
-                    Some(Value::String(s)) => Some(s),
-                    _ => None,
-                };
-                let body = match (string("text"), string("blob")) {
+                let r: Resource = serde_json::from_str(r.get())
+                    .map_err(|e| format!("its resource cannot be read: {e}"))?;
+                let body = match (r.text.0, r.blob.0) {
                     (Some(text), _) => ResourceBody::Text(text),
                     (_, Some(blob)) => ResourceBody::Blob(blob),
                     _ => return Err("a resource with neither text nor blob".into()),
                 };
                 Content::Resource {
-                    uri: need(string("uri"), "uri")?,
-                    mime_type: string("mimeType"),
+                    uri: need(r.uri.0, "uri")?,
+                    mime_type: r.mime_type.0,
                     body,
                 }
             }
@@ -242,7 +263,11 @@ mod tests {
             // What no Rust string can hold: a lone surrogate.
             (
                 r#"{"content":[{"type":"text","text":"\ud800"}]}"#,
-                "the tools/call result cannot be read: ",
+                "content block 0: it cannot be read: ",
+            ),
+            (
+                r#"{"content":[{"type":"text","text":"a"},{"type":"text","text":"a","text":"b"}]}"#,
+                "content block 1: it cannot be read: duplicate field `text`",
             ),
         ];
         for (json, want) in cases {
@@ -282,6 +307,26 @@ mod tests {
                 },
                 Content::text("[a content block of unsupported type \"hologram\" was left out]"),
             ])
+        );
+    }
+
+    /// A valid result is read whatever its free-form members hold: an
+    /// embedded resource's `_meta` nested 200 deep; and a size written
+    /// `3.0` is the whole number it is.
+    #[test]
+    fn free_form_members_nest_freely_and_a_size_is_a_whole_number() {
+        let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+        let json = format!(
+            r#"{{"content":[{{"type":"resource","resource":{{"uri":"u","text":"t","_meta":{{"x":{deep}}}}}}},{{"type":"resource_link","uri":"u","name":"n","size":3.0}}]}}"#
+        );
+        let got = call_result(&raw(&json)).expect("read");
+        assert!(
+            matches!(&got.content[0], Content::Resource { uri, body: ResourceBody::Text(t), .. } if uri == "u" && t == "t"),
+            "{got:?}"
+        );
+        assert!(
+            matches!(&got.content[1], Content::ResourceLink { size: Some(3), .. }),
+            "{got:?}"
         );
     }
 }

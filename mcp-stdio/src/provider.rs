@@ -8,6 +8,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use spear_capabilities::{CallRequest, CallResult, Error, Provider, ProviderInfo, ToolList};
 use tokio::sync::OnceCell;
@@ -71,6 +73,43 @@ impl Options {
         (self.grace, self.term_grace) = (grace, term_grace);
         self
     }
+}
+
+/// The members of an `initialize` result read, kept raw: the others are
+/// skipped however they nest, and a name no string can hold refuses nothing.
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct Initialized<'a> {
+    #[serde(rename = "protocolVersion", borrow)]
+    version: Option<&'a RawValue>,
+    #[serde(borrow)]
+    capabilities: Option<Capabilities<'a>>,
+    #[serde(rename = "serverInfo", borrow)]
+    server: Option<ServerInfo<'a>>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct Capabilities<'a> {
+    #[serde(borrow)]
+    tools: Option<&'a RawValue>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct ServerInfo<'a> {
+    #[serde(borrow)]
+    name: Option<&'a RawValue>,
+    #[serde(borrow)]
+    version: Option<&'a RawValue>,
+}
+
+/// A string member's text; one no string can hold (a lone surrogate) as
+/// it is written, escapes and all.
+fn text(raw: Option<&RawValue>) -> Option<String> {
+    let raw = raw?.get();
+    let written = raw.strip_prefix('"')?.strip_suffix('"')?;
+    Some(serde_json::from_str(raw).unwrap_or_else(|_| written.to_owned()))
 }
 
 /// A running MCP server over stdio.
@@ -142,28 +181,42 @@ impl McpProvider {
             .connection
             .request("initialize", &params, timeout)
             .await;
-        let answer: Value = match answer {
+        let answer = match answer {
             Err(Failure::Rejected { code, message }) => {
                 let why = format!("the server refused to initialize: error {code}: {message}");
                 return Err(Failure::Start(why));
             }
-            answer => serde_json::from_str(answer?.get()).unwrap_or(Value::Null),
+            answer => answer?,
         };
-        let version = answer.get("protocolVersion").and_then(Value::as_str);
-        if version != Some(PROTOCOL_VERSION) {
-            let version = version.map_or("none".to_owned(), |v| format!("{v:?}"));
-            let failure = Failure::Protocol(format!(
-                "the server speaks MCP protocol version {version}; only {PROTOCOL_VERSION:?} is supported"
-            ));
-            self.connection.fail(failure.clone());
-            return Err(failure);
-        }
+        let read = match answer.get().starts_with('{') {
+            true => serde_json::from_str::<Initialized<'_>>(answer.get())
+                .map_err(|e| format!("the initialize result cannot be read: {e}")),
+            false => Err("the initialize result is not a JSON object".to_owned()),
+        };
+        let read = read.and_then(|read| match text(read.version) {
+            Some(version) if version == PROTOCOL_VERSION => Ok(read),
+            version => Err(format!(
+                "the server speaks MCP protocol version {}; only {PROTOCOL_VERSION:?} is supported",
+                version.map_or("none".to_owned(), |v| format!("{v:?}"))
+            )),
+        });
+        let read = match read {
+            Ok(read) => read,
+            Err(why) => {
+                let failure = Failure::Protocol(why);
+                self.connection.fail(failure.clone());
+                return Err(failure);
+            }
+        };
         // Before any other request, as the protocol requires.
         self.connection.notify("notifications/initialized", None);
-        let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
-        let info = &answer["serverInfo"];
-        self.server = (text(&info["name"]), text(&info["version"]));
-        self.offers_tools = answer["capabilities"]["tools"].is_object();
+        let info = read.server.unwrap_or_default();
+        self.server = (
+            text(info.name).unwrap_or_default(),
+            text(info.version).unwrap_or_default(),
+        );
+        let tools = read.capabilities.and_then(|c| c.tools);
+        self.offers_tools = tools.is_some_and(|t| t.get().starts_with('{'));
         Ok(())
     }
 

@@ -47,17 +47,35 @@ struct Page<'a> {
 /// absent, and one given twice makes the tool unreadable.
 #[derive(Default, Deserialize)]
 #[serde(default)]
-struct Tool {
+struct Tool<'a> {
     name: Loose,
     title: Loose,
     description: Loose,
     #[serde(rename = "inputSchema")]
     input_schema: Option<Value>,
-    annotations: Option<Value>,
+    /// Read raw: what else they hold (however deep) is skipped.
+    #[serde(borrow)]
+    annotations: Option<&'a RawValue>,
     /// Read raw: a schema nested past what a `Value` is read to leaves the
     /// tool's results unchecked, not the tool unreadable.
     #[serde(rename = "outputSchema")]
     output_schema: Option<Box<RawValue>>,
+}
+
+/// The two annotations read: the read-only hint and the display title.
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct Annotations {
+    #[serde(rename = "readOnlyHint")]
+    read_only: Option<Value>,
+    title: Loose,
+}
+
+/// An entry's name alone, to name it when it is no tool that reads.
+#[derive(Deserialize)]
+struct Named {
+    #[serde(default)]
+    name: Loose,
 }
 
 /// Reads one `tools/list` result into `listing`; the next page's cursor, or
@@ -102,7 +120,11 @@ impl<'de> Visitor<'de> for Entries<'_> {
             self.0.offered += 1;
             match read_tool(entry) {
                 Ok(spec) => self.0.list.tools.push(spec),
-                Err(reason) => self.0.list.rejected.push(RejectedTool::new("", reason)),
+                Err(reason) => {
+                    let named = serde_json::from_str::<Named>(entry.get()).ok();
+                    let name = named.and_then(|n| n.name.0).unwrap_or_default();
+                    self.0.list.rejected.push(RejectedTool::new(name, reason));
+                }
             }
         }
         while seq.next_element::<IgnoredAny>()?.is_some() {
@@ -117,21 +139,18 @@ fn read_tool(entry: &RawValue) -> Result<ToolSpec, String> {
         return Err(NOT_AN_OBJECT.into());
     }
     let unreadable = |e| format!("the tool cannot be read: {e}");
-    let tool: Tool = serde_json::from_str(entry.get()).map_err(unreadable)?;
+    let tool: Tool<'_> = serde_json::from_str(entry.get()).map_err(unreadable)?;
     let name = tool.name.0.ok_or(NO_NAME)?;
     // A missing schema is the gateway's to refuse, with its reason.
     let mut spec = ToolSpec::new(name, tool.input_schema.unwrap_or(Value::Null));
+    let annotations = tool.annotations.filter(|a| a.get().starts_with('{'));
+    let annotations: Annotations = annotations
+        .and_then(|a| serde_json::from_str(a.get()).ok())
+        .unwrap_or_default();
     // The operator's hint, never a class (the core's `read` decides).
-    spec.read_only_hint = tool
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get("readOnlyHint")?.as_bool());
+    spec.read_only_hint = annotations.read_only.as_ref().and_then(Value::as_bool);
     // The display name, as schema.ts has it: `title`, else `annotations.title`.
-    let annotated = || match tool.annotations?.get_mut("title")?.take() {
-        Value::String(title) => Some(title),
-        _ => None,
-    };
-    if let Some(title) = tool.title.0.or_else(annotated) {
+    if let Some(title) = tool.title.0.or(annotations.title.0) {
         spec = spec.with_title(title);
     }
     if let Some(description) = tool.description.0 {
@@ -385,5 +404,33 @@ mod tests {
             {"name":"d","inputSchema":{},"annotations":"none"}]}"#]);
         let titles: Vec<_> = listing.list.tools.into_iter().map(|t| t.title).collect();
         assert_eq!(titles, [Some("T".into()), Some("A".into()), None, None]);
+    }
+
+    /// An entry that has a name but no tool that reads (a lone surrogate in
+    /// its description, a schema past serde's nesting limit) is rejected
+    /// under its name; annotations are read for their two members only,
+    /// whatever else they hold.
+    #[test]
+    fn an_unreadable_tool_is_rejected_under_its_name_and_annotations_nest_freely() {
+        let deep = format!(
+            "{}{}",
+            "{\"items\":".repeat(130),
+            "{}".to_owned() + &"}".repeat(130)
+        );
+        let nested = format!("{}{}", "[".repeat(200), "]".repeat(200));
+        let page = format!(
+            r#"{{"tools":[{{"name":"search","description":"\ud800","inputSchema":{{}}}},{{"name":"deep","inputSchema":{{"properties":{{"q":{deep}}}}}}},{{"name":"ok","inputSchema":{{}},"annotations":{{"readOnlyHint":true,"x":{nested}}}}}]}}"#
+        );
+        let mut listing = Listing::default();
+        assert_eq!(read_page(&page, &mut listing), Ok(None));
+        let rejected: Vec<&str> = listing
+            .list
+            .rejected
+            .iter()
+            .map(|r| r.name.as_str())
+            .collect();
+        assert_eq!(rejected, ["search", "deep"]);
+        assert_eq!(listing.list.tools.len(), 1);
+        assert_eq!(listing.list.tools[0].read_only_hint, Some(true));
     }
 }

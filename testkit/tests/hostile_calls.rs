@@ -280,7 +280,7 @@ async fn an_unreadable_result_fails_that_call_and_keeps_the_provider() {
         a.text
     );
     assert!(
-        a.text.contains("the tools/call result cannot be read"),
+        a.text.contains("content block 0: it cannot be read"),
         "{}",
         a.text
     );

@@ -142,7 +142,11 @@ async fn a_result_that_cannot_be_read_fails_that_call_only() {
         "good": [{"result": text("fine")}],
     }))
     .await;
-    for tool in ["surrogate", "deep"] {
+    let reasons = [
+        ("surrogate", "content block 0: it cannot be read: "),
+        ("deep", "the tools/call result cannot be read: "),
+    ];
+    for (tool, why) in reasons {
         let err = p.call_tool(call(tool)).await.expect_err("unreadable");
         let Error::CallUnreadable {
             provider,
@@ -153,10 +157,7 @@ async fn a_result_that_cannot_be_read_fails_that_call_only() {
             panic!("{err:?}")
         };
         assert_eq!((provider.as_str(), called.as_str()), ("sc", tool));
-        assert!(
-            reason.starts_with("the tools/call result cannot be read: "),
-            "{reason}"
-        );
+        assert!(reason.starts_with(why), "{reason}");
         assert_eq!(err.unavailable_reason(), None);
         assert!(p.failure().is_none(), "{:?}", p.failure());
         let next = tokio::time::timeout(Duration::from_secs(20), p.call_tool(call("good")))

@@ -176,3 +176,48 @@ async fn notifications_sent_unasked_after_initialized_are_dropped_and_counted() 
     assert_eq!(common::detail(&p, "server"), "spear-fixture-server");
     stop(p).await;
 }
+
+/// A valid `initialize` result is read whatever else it holds: a
+/// capability nested 200 deep (`experimental` is free-form) or a server
+/// name no string can hold (a lone surrogate, kept as written) starts the
+/// server, which answers its listing; neither is told as a wrong version.
+#[tokio::test]
+async fn an_initialize_result_is_read_whatever_else_it_holds() {
+    let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+    let cases = [
+        (
+            format!(r#"{{"tools":{{}},"experimental":{{"x":{deep}}}}}"#),
+            "s",
+            "s",
+        ),
+        (r#"{"tools":{}}"#.to_owned(), r"s\ud800", r"s\ud800"),
+    ];
+    for (capabilities, name, shown) in cases {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let result = format!(
+            r#"{{"protocolVersion":"2025-06-18","capabilities":{capabilities},"serverInfo":{{"name":"{name}","version":"1"}}}}"#
+        );
+        let answer = format!("{{\"jsonrpc\":\"2.0\",\"id\":$ID,\"result\":{result}}}\n");
+        let tools = json!([{"name": "a", "inputSchema": {"type": "object"}}]);
+        let script = json!({
+            "initialize": [{"raw": answer}],
+            "tools/list": {"": [{"result": {"tools": tools}}]},
+        });
+        let path = dir.path().join("script.json");
+        std::fs::write(&path, script.to_string()).expect("script");
+        let script_server = env!("CARGO_BIN_EXE_spear-script-server");
+        let config =
+            spear_mcp_stdio::ServerConfig::new([script_server, path.to_str().expect("utf-8")]);
+        let p = spear_mcp_stdio::McpProvider::start(
+            "sc",
+            &config,
+            std::path::Path::new("/"),
+            options(),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(common::detail(&p, "server"), shown);
+        assert_eq!(p.list_tools().await.expect("listed").tools.len(), 1);
+        stop(p).await;
+    }
+}
