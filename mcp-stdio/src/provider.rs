@@ -1,6 +1,6 @@
 //! [`McpProvider`]: a started, initialized MCP server as a [`Provider`].
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::process::ExitStatus;
 use std::sync::Arc;
@@ -8,7 +8,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use spear_capabilities::{CallRequest, CallResult, Error, Provider, ProviderInfo, ToolList};
@@ -75,33 +74,10 @@ impl Options {
     }
 }
 
-/// The members of an `initialize` result read, kept raw: the others are
-/// skipped however they nest, and a name no string can hold refuses nothing.
-#[derive(Default, Deserialize)]
-#[serde(default)]
-struct Initialized<'a> {
-    #[serde(rename = "protocolVersion", borrow)]
-    version: Option<&'a RawValue>,
-    #[serde(borrow)]
-    capabilities: Option<Capabilities<'a>>,
-    #[serde(rename = "serverInfo", borrow)]
-    server: Option<ServerInfo<'a>>,
-}
-
-#[derive(Default, Deserialize)]
-#[serde(default)]
-struct Capabilities<'a> {
-    #[serde(borrow)]
-    tools: Option<&'a RawValue>,
-}
-
-#[derive(Default, Deserialize)]
-#[serde(default)]
-struct ServerInfo<'a> {
-    #[serde(borrow)]
-    name: Option<&'a RawValue>,
-    #[serde(borrow)]
-    version: Option<&'a RawValue>,
+/// The member `key` of a JSON object, as written (the last of two).
+fn member<'a>(object: &'a RawValue, key: &str) -> Option<&'a RawValue> {
+    let members = serde_json::from_str::<HashMap<String, &RawValue>>(object.get());
+    members.ok()?.get(key).copied()
 }
 
 /// A string member's text; one no string can hold (a lone surrogate) as
@@ -188,34 +164,25 @@ impl McpProvider {
             }
             answer => answer?,
         };
-        let read = match answer.get().starts_with('{') {
-            true => serde_json::from_str::<Initialized<'_>>(answer.get())
-                .map_err(|e| format!("the initialize result cannot be read: {e}")),
-            false => Err("the initialize result is not a JSON object".to_owned()),
-        };
-        let read = read.and_then(|read| match text(read.version) {
-            Some(version) if version == PROTOCOL_VERSION => Ok(read),
-            version => Err(format!(
-                "the server speaks MCP protocol version {}; only {PROTOCOL_VERSION:?} is supported",
-                version.map_or("none".to_owned(), |v| format!("{v:?}"))
-            )),
-        });
-        let read = match read {
-            Ok(read) => read,
-            Err(why) => {
-                let failure = Failure::Protocol(why);
-                self.connection.fail(failure.clone());
-                return Err(failure);
-            }
-        };
+        // Only the members used are read, however the others nest
+        // (`experimental` is free-form).
+        let version = text(member(&answer, "protocolVersion"));
+        if version.as_deref() != Some(PROTOCOL_VERSION) {
+            let version = version.map_or("none".to_owned(), |v| format!("{v:?}"));
+            let failure = Failure::Protocol(format!(
+                "the server speaks MCP protocol version {version}; only {PROTOCOL_VERSION:?} is supported"
+            ));
+            self.connection.fail(failure.clone());
+            return Err(failure);
+        }
         // Before any other request, as the protocol requires.
         self.connection.notify("notifications/initialized", None);
-        let info = read.server.unwrap_or_default();
+        let info = |key| text(member(&answer, "serverInfo").and_then(|i| member(i, key)));
         self.server = (
-            text(info.name).unwrap_or_default(),
-            text(info.version).unwrap_or_default(),
+            info("name").unwrap_or_default(),
+            info("version").unwrap_or_default(),
         );
-        let tools = read.capabilities.and_then(|c| c.tools);
+        let tools = member(&answer, "capabilities").and_then(|c| member(c, "tools"));
         self.offers_tools = tools.is_some_and(|t| t.get().starts_with('{'));
         Ok(())
     }

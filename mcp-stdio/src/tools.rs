@@ -171,6 +171,37 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// An entry that has a name but no tool that reads (a lone surrogate in
+    /// its description, a schema past serde's nesting limit) is rejected
+    /// under its name; annotations are read for their two members only,
+    /// whatever else they hold.
+    #[test]
+    fn an_unreadable_tool_is_rejected_under_its_name_and_annotations_nest_freely() {
+        let deep = format!(
+            "{}{}",
+            "{\"items\":".repeat(130),
+            "{}".to_owned() + &"}".repeat(130)
+        );
+        let nested = format!("{}{}", "[".repeat(200), "]".repeat(200));
+        let search = "{\"name\":\"search\",\"description\":\"\\ud800\",\"inputSchema\":{}}";
+        let deep =
+            format!("{{\"name\":\"deep\",\"inputSchema\":{{\"properties\":{{\"q\":{deep}}}}}}}");
+        let annotated = "{\"name\":\"ok\",\"inputSchema\":{},\"annotations\":";
+        let annotated = format!("{annotated}{{\"readOnlyHint\":true,\"x\":{nested}}}}}");
+        let page = format!("{{\"tools\":[{search},{deep},{annotated}]}}");
+        let mut listing = Listing::default();
+        assert_eq!(read_page(&page, &mut listing), Ok(None));
+        let rejected: Vec<&str> = listing
+            .list
+            .rejected
+            .iter()
+            .map(|r| r.name.as_str())
+            .collect();
+        assert_eq!(rejected, ["search", "deep"]);
+        assert_eq!(listing.list.tools.len(), 1);
+        assert_eq!(listing.list.tools[0].read_only_hint, Some(true));
+    }
+
     /// Reads `pages` in turn; returns the listing and each page's outcome.
     fn read(pages: &[&str]) -> (Listing, Vec<Result<Option<String>, String>>) {
         let mut listing = Listing::default();
@@ -404,33 +435,5 @@ mod tests {
             {"name":"d","inputSchema":{},"annotations":"none"}]}"#]);
         let titles: Vec<_> = listing.list.tools.into_iter().map(|t| t.title).collect();
         assert_eq!(titles, [Some("T".into()), Some("A".into()), None, None]);
-    }
-
-    /// An entry that has a name but no tool that reads (a lone surrogate in
-    /// its description, a schema past serde's nesting limit) is rejected
-    /// under its name; annotations are read for their two members only,
-    /// whatever else they hold.
-    #[test]
-    fn an_unreadable_tool_is_rejected_under_its_name_and_annotations_nest_freely() {
-        let deep = format!(
-            "{}{}",
-            "{\"items\":".repeat(130),
-            "{}".to_owned() + &"}".repeat(130)
-        );
-        let nested = format!("{}{}", "[".repeat(200), "]".repeat(200));
-        let page = format!(
-            r#"{{"tools":[{{"name":"search","description":"\ud800","inputSchema":{{}}}},{{"name":"deep","inputSchema":{{"properties":{{"q":{deep}}}}}}},{{"name":"ok","inputSchema":{{}},"annotations":{{"readOnlyHint":true,"x":{nested}}}}}]}}"#
-        );
-        let mut listing = Listing::default();
-        assert_eq!(read_page(&page, &mut listing), Ok(None));
-        let rejected: Vec<&str> = listing
-            .list
-            .rejected
-            .iter()
-            .map(|r| r.name.as_str())
-            .collect();
-        assert_eq!(rejected, ["search", "deep"]);
-        assert_eq!(listing.list.tools.len(), 1);
-        assert_eq!(listing.list.tools[0].read_only_hint, Some(true));
     }
 }
