@@ -1,5 +1,7 @@
 //! `spear-capabilities check`, run as the real binary.
 
+mod common;
+
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -83,12 +85,8 @@ fn a_program_that_is_missing_not_executable_or_not_on_path_is_refused() {
 /// run.
 #[test]
 fn as_another_user_a_program_only_its_owner_may_run_is_refused() {
-    use std::os::unix::fs::{MetadataExt, PermissionsExt};
-    let root = std::fs::metadata("/proc/self")
-        .map(|m| m.uid() == 0)
-        .unwrap_or(false);
-    if !root {
-        eprintln!("not root: the owner cannot be set, nothing to test");
+    use std::os::unix::fs::PermissionsExt;
+    if !common::is_root() {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
@@ -101,13 +99,7 @@ fn as_another_user_a_program_only_its_owner_may_run_is_refused() {
         r#"{"providers": [{"id": "owners", "command": ["./server.sh"], "scope": "global"}]}"#,
     );
     std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).expect("chmod");
-    let out = Command::new("setpriv")
-        .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
-        .args([env!("CARGO_BIN_EXE_spear-capabilities"), "check"])
-        .arg(&f)
-        .env_remove("SPEAR_CAPABILITIES_FILE")
-        .output()
-        .expect("setpriv runs");
+    let out = common::as_nobody(&["check", f.to_str().expect("utf8")]);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
     let refused = format!(

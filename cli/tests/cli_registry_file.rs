@@ -517,33 +517,13 @@ fn a_temporary_file_left_by_a_killed_edit_is_removed_by_the_next_one() {
 /// root); as another user there is nothing to run.
 #[test]
 fn as_another_user_an_edit_that_cannot_keep_the_owner_or_write_the_file_is_refused() {
-    let root = std::fs::metadata("/proc/self")
-        .map(|m| m.uid() == 0)
-        .unwrap_or(false);
-    if !root {
-        eprintln!("not root: the owner cannot be set, nothing to test");
+    if !common::is_root() {
         return;
     }
     let (dir, file) = registry(ONE);
     // The folder anyone may write, as a shared one would be.
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).expect("chmod");
     let nobody = 65534;
-    let as_nobody = |args: &[&str]| {
-        Command::new("setpriv")
-            .args([
-                "--reuid",
-                "65534",
-                "--regid",
-                "65534",
-                "--clear-groups",
-                CLI,
-            ])
-            .args(args)
-            .env_remove("SPEAR_CAPABILITIES_FILE")
-            .stdin(Stdio::null())
-            .output()
-            .expect("setpriv runs")
-    };
     for (mode, said) in [
         (
             0o664,
@@ -556,7 +536,7 @@ fn as_another_user_an_edit_that_cannot_keep_the_owner_or_write_the_file_is_refus
     ] {
         std::os::unix::fs::chown(&file, Some(4321), Some(nobody)).expect("chown");
         std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode)).expect("chmod");
-        let out = as_nobody(&["add", "y", "--capabilities", s(&file), "--", "sh"]);
+        let out = common::as_nobody(&["add", "y", "--capabilities", s(&file), "--", "sh"]);
         let stderr = text(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{mode:o}: {stderr}");
         assert!(stderr.ends_with(said), "{mode:o}: {stderr}");

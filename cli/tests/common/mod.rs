@@ -67,6 +67,35 @@ pub fn command(args: &[&str]) -> Command {
     command
 }
 
+/// Whether the tests run as root, which a scene with another user needs
+/// (CI runs them as root); says so when they do not.
+pub fn is_root() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let root = std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
+    if !root {
+        eprintln!("not root: another user's scene cannot be set, nothing to test");
+    }
+    root
+}
+
+/// The CLI run as user and group 65534 (`nobody`), through `setpriv`.
+pub fn as_nobody(args: &[&str]) -> Output {
+    Command::new("setpriv")
+        .args([
+            "--reuid",
+            "65534",
+            "--regid",
+            "65534",
+            "--clear-groups",
+            CLI,
+        ])
+        .args(args)
+        .env_remove("SPEAR_CAPABILITIES_FILE")
+        .stdin(Stdio::null())
+        .output()
+        .expect("setpriv runs")
+}
+
 /// The CLI's output under a pseudo-terminal (util-linux `script` gives it
 /// one: standard output and error both go to it), `NO_COLOR` set, `TERM` a
 /// terminal that moves its cursor: what the terminal received.
