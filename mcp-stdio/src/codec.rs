@@ -190,11 +190,7 @@ fn unreadable(line: &[u8], why: String) -> Incoming {
     let text = text
         .trim_start_matches('\u{feff}')
         .replace(|c: char| c.is_control(), " ");
-    // Each member kept as written, the last of two: a `Value` could not hold
-    // some (a lone surrogate, a number out of its range, a deep nesting).
-    let Ok(message) = serde_json::from_str::<HashMap<String, &RawValue>>(&text) else {
-        return Incoming::Junk;
-    };
+    let message = members(&text);
     let has = |key| message.contains_key(key);
     match message
         .get("id")
@@ -209,6 +205,14 @@ fn unreadable(line: &[u8], why: String) -> Incoming {
         }
         _ => Incoming::Junk,
     }
+}
+
+/// The members of a JSON object, each kept as written (the last of two),
+/// so that what one holds cannot make the others unreadable (a lone
+/// surrogate, a number past any float, a deep nesting); none for what is
+/// no object.
+pub(crate) fn members(object: &str) -> HashMap<String, &RawValue> {
+    serde_json::from_str(object).unwrap_or_default()
 }
 
 fn error_object(error: &RawValue) -> Outcome {

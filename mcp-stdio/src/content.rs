@@ -117,11 +117,9 @@ impl Block<'_> {
                 mime_type: self.mime_type.0,
                 // A whole number, however written (`3.0` is one).
                 size: self.size.and_then(|size| {
-                    let float = || serde_json::from_str::<f64>(size.get()).ok();
-                    let whole = float().filter(|f| f.fract() == 0.0 && *f >= 0.0);
-                    serde_json::from_str(size.get())
-                        .ok()
-                        .or(whole.map(|f| f as u64))
+                    let whole = |f: f64| (f.fract() == 0.0 && f >= 0.0).then_some(f as u64);
+                    let float = || whole(serde_json::from_str(size.get()).ok()?);
+                    serde_json::from_str(size.get()).ok().or_else(float)
                 }),
             },
             "resource" => {

@@ -1,6 +1,6 @@
 //! [`McpProvider`]: a started, initialized MCP server as a [`Provider`].
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::Path;
 use std::process::ExitStatus;
 use std::sync::Arc;
@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use spear_capabilities::{CallRequest, CallResult, Error, Provider, ProviderInfo, ToolList};
 use tokio::sync::OnceCell;
 
-use crate::codec::MAX_LINE;
+use crate::codec::{MAX_LINE, members};
 use crate::config::ServerConfig;
 use crate::connection::{Connection, Stats};
 use crate::error::Failure;
@@ -72,12 +72,6 @@ impl Options {
         (self.grace, self.term_grace) = (grace, term_grace);
         self
     }
-}
-
-/// The member `key` of a JSON object, as written (the last of two).
-fn member<'a>(object: &'a RawValue, key: &str) -> Option<&'a RawValue> {
-    let members = serde_json::from_str::<HashMap<String, &RawValue>>(object.get());
-    members.ok()?.get(key).copied()
 }
 
 /// A string member's text; one no string can hold (a lone surrogate) as
@@ -166,7 +160,8 @@ impl McpProvider {
         };
         // Only the members used are read, however the others nest
         // (`experimental` is free-form).
-        let version = text(member(&answer, "protocolVersion"));
+        let result = members(answer.get());
+        let version = text(result.get("protocolVersion").copied());
         if version.as_deref() != Some(PROTOCOL_VERSION) {
             let version = version.map_or("none".to_owned(), |v| format!("{v:?}"));
             let failure = Failure::Protocol(format!(
@@ -177,12 +172,11 @@ impl McpProvider {
         }
         // Before any other request, as the protocol requires.
         self.connection.notify("notifications/initialized", None);
-        let info = |key| text(member(&answer, "serverInfo").and_then(|i| member(i, key)));
-        self.server = (
-            info("name").unwrap_or_default(),
-            info("version").unwrap_or_default(),
-        );
-        let tools = member(&answer, "capabilities").and_then(|c| member(c, "tools"));
+        let inner = |key| members(result.get(key).map_or("", |v| v.get()));
+        let (info, capabilities) = (inner("serverInfo"), inner("capabilities"));
+        let info = |key| text(info.get(key).copied()).unwrap_or_default();
+        self.server = (info("name"), info("version"));
+        let tools = capabilities.get("tools");
         self.offers_tools = tools.is_some_and(|t| t.get().starts_with('{'));
         Ok(())
     }

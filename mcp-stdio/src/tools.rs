@@ -12,6 +12,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use spear_capabilities::{RejectedTool, ToolList, ToolSpec};
 
+use crate::codec::members;
 use crate::content::Loose;
 
 /// The most pages of `tools/list` followed before giving up.
@@ -71,13 +72,6 @@ struct Annotations {
     title: Loose,
 }
 
-/// An entry's name alone, to name it when it is no tool that reads.
-#[derive(Deserialize)]
-struct Named {
-    #[serde(default)]
-    name: Loose,
-}
-
 /// Reads one `tools/list` result into `listing`; the next page's cursor, or
 /// `None` after the last, or the protocol fault, worded for the operator.
 pub(crate) fn read_page(json: &str, listing: &mut Listing) -> Result<Option<String>, String> {
@@ -121,8 +115,10 @@ impl<'de> Visitor<'de> for Entries<'_> {
             match read_tool(entry) {
                 Ok(spec) => self.0.list.tools.push(spec),
                 Err(reason) => {
-                    let named = serde_json::from_str::<Named>(entry.get()).ok();
-                    let name = named.and_then(|n| n.name.0).unwrap_or_default();
+                    // Named if its name reads, to tell the operator which.
+                    let name = members(entry.get()).get("name").copied();
+                    let name = name.and_then(|n| serde_json::from_str(n.get()).ok());
+                    let name: String = name.unwrap_or_default();
                     self.0.list.rejected.push(RejectedTool::new(name, reason));
                 }
             }
